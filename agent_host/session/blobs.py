@@ -1,0 +1,174 @@
+"""Content-addressed storage for file snapshots.
+
+A blob's id is the sha256 of its bytes, so the same content is stored once however
+many snapshots refer to it. Writes are atomic: a blob is whole or absent. Blobs no
+event refers to are removed by :func:`agent_host.session.store.collect_garbage`,
+which spares any blob touched within a grace period so that a snapshot written
+just before its event is never collected in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import tempfile
+import time
+from collections.abc import Set
+from contextlib import suppress
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from .errors import BlobNotFound
+
+_BLOB_ID = re.compile(r"[0-9a-f]{64}")
+
+
+def blob_id(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_blob_id(value: object) -> bool:
+    return isinstance(value, str) and _BLOB_ID.fullmatch(value) is not None
+
+
+def check_blob_id(value: str) -> str:
+    if not is_blob_id(value):
+        raise BlobNotFound(f"{value!r} is not a blob id (64 lowercase hex digits)")
+    return value
+
+
+@attrs.define
+class GcResult:
+    removed: int
+    kept: int
+    freed_bytes: int
+
+
+class BlobStore(Protocol):
+    async def put(self, data: bytes) -> str:
+        """Store ``data`` durably; return its id. Storing known content is cheap."""
+        ...
+
+    async def get(self, blob: str) -> bytes:
+        """The bytes of ``blob``; BlobNotFound if it is not stored."""
+        ...
+
+    async def exists(self, blob: str) -> bool: ...
+
+    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        """Remove blobs not in ``referenced`` and untouched for ``grace_seconds``."""
+        ...
+
+
+class FileBlobStore:
+    """Blobs as files ``<root>/<first 2 hex>/<rest>``, written by temp file + rename."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def _path(self, blob: str) -> Path:
+        check_blob_id(blob)
+        return self.root / blob[:2] / blob[2:]
+
+    async def put(self, data: bytes) -> str:
+        return await asyncio.to_thread(self._put, bytes(data))
+
+    def _put(self, data: bytes) -> str:
+        blob = blob_id(data)
+        path = self._path(blob)
+        try:
+            # Known content: refresh its time so a running gc spares it.
+            os.utime(path)
+            return blob
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+        return blob
+
+    async def get(self, blob: str) -> bytes:
+        path = self._path(blob)
+        try:
+            return await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            raise BlobNotFound(f"blob {blob} is not in the blob store") from None
+
+    async def exists(self, blob: str) -> bool:
+        return await asyncio.to_thread(self._path(blob).exists)
+
+    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+
+    def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        removed = kept = freed = 0
+        cutoff = time.time() - grace_seconds
+        if not self.root.is_dir():
+            return GcResult(0, 0, 0)
+        for prefix in os.scandir(self.root):
+            if not prefix.is_dir() or len(prefix.name) != 2:
+                continue
+            for entry in os.scandir(prefix.path):
+                blob = prefix.name + entry.name
+                stat = entry.stat()
+                stale_tmp = entry.name.startswith(".tmp-") and stat.st_mtime < cutoff
+                if stale_tmp or (
+                    is_blob_id(blob) and blob not in referenced and stat.st_mtime < cutoff
+                ):
+                    with suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed += 1
+                        freed += stat.st_size
+                else:
+                    kept += 1
+        return GcResult(removed, kept, freed)
+
+
+class MemoryBlobStore:
+    def __init__(self) -> None:
+        self._blobs: dict[str, tuple[bytes, float]] = {}
+
+    async def put(self, data: bytes) -> str:
+        blob = blob_id(data)
+        self._blobs[blob] = (bytes(data), time.time())
+        return blob
+
+    async def get(self, blob: str) -> bytes:
+        check_blob_id(blob)
+        try:
+            return self._blobs[blob][0]
+        except KeyError:
+            raise BlobNotFound(f"blob {blob} is not in the blob store") from None
+
+    async def exists(self, blob: str) -> bool:
+        return check_blob_id(blob) in self._blobs
+
+    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        cutoff = time.time() - grace_seconds
+        dead = [b for b, (_, t) in self._blobs.items() if b not in referenced and t < cutoff]
+        freed = sum(len(self._blobs[b][0]) for b in dead)
+        for b in dead:
+            del self._blobs[b]
+        return GcResult(len(dead), len(self._blobs), freed)
+
+
+def _fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,64 @@
+"""Errors raised by the session engine.
+
+Each error names what went wrong and what to do about it. The wire code for each
+type lives in :mod:`agent_host.rpc.errors`, the one place engine errors meet JSON-RPC.
+"""
+
+from __future__ import annotations
+
+
+class AgentHostError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class InvalidSessionId(AgentHostError, ValueError):
+    """A session id that is not 1-128 letters, digits, '-' or '_'."""
+
+
+class SessionNotFound(AgentHostError, LookupError):
+    """The session does not exist in the store."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} not found; list sessions to see which exist")
+        self.session_id = session_id
+
+
+class CheckpointConflictError(AgentHostError):
+    """Another writer appended to the session since the caller last read it.
+
+    Raised instead of forking the session: reload the log and retry.
+    """
+
+    def __init__(self, session_id: str, expected_head: int, actual_head: int) -> None:
+        super().__init__(
+            f"session {session_id!r} moved on: expected head {expected_head}, "
+            f"found {actual_head}; another writer appended to it. "
+            "Reload the session and try again."
+        )
+        self.session_id = session_id
+        self.expected_head = expected_head
+        self.actual_head = actual_head
+
+
+class CheckpointNotFound(AgentHostError, LookupError):
+    """A seq that is not in the session's log."""
+
+
+class CorruptLogError(AgentHostError):
+    """A session log is damaged somewhere other than its tail.
+
+    A torn tail (a crash mid-write) is repaired silently; damage before the last
+    whole event is never cut away, because that would lose acknowledged events.
+    """
+
+
+class StoreBusy(AgentHostError):
+    """The store stayed locked by another process past the timeout."""
+
+
+class BlobNotFound(AgentHostError, LookupError):
+    """No blob with that id is in the blob store."""
+
+
+class UnsupportedStore(AgentHostError, ValueError):
+    """A store URL whose scheme no backend understands."""

@@ -1,0 +1,213 @@
+"""The events a session log is made of.
+
+A session is an append-only log; the model's view of the conversation, the
+checkpoint list and the files changed are all folded from it. Each event is an
+attrs class with a ``type`` discriminator and serialises to one JSON object:
+``{"type": "user_prompt", "seq": 3, "ts": 1764440000.5, "text": "..."}``.
+
+``seq`` and ``ts`` are assigned by the store when the event is appended; an event
+built in code carries ``seq=0`` until it has been read back. Events are values:
+nothing mutates one after it is built (they are not frozen only because frozen
+attrs classes cost 2.5x as much to build, and a resume builds thousands). Events of a type this
+version does not know (written by a newer one) are read as :class:`UnknownEvent`
+and written back unchanged, never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+import cattrs
+import orjson
+
+
+@attrs.define(kw_only=True, slots=True)
+class Event:
+    """Base of every event. ``seq`` and ``ts`` are set by the store."""
+
+    type: ClassVar[str] = ""
+    seq: int = 0
+    ts: float = 0.0
+
+
+@attrs.define(kw_only=True, slots=True)
+class SessionStarted(Event):
+    type: ClassVar[str] = "session_started"
+    workspace: str | None = None
+    model: str | None = None
+    title: str | None = None
+
+
+@attrs.define(kw_only=True, slots=True)
+class UserPrompt(Event):
+    """One user prompt: the anchor a checkpoint restores to."""
+
+    type: ClassVar[str] = "user_prompt"
+    text: str
+
+
+@attrs.define(kw_only=True, slots=True)
+class AssistantMessage(Event):
+    type: ClassVar[str] = "assistant_message"
+    text: str
+
+
+@attrs.define(kw_only=True, slots=True)
+class ToolCall(Event):
+    type: ClassVar[str] = "tool_call"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.define(kw_only=True, slots=True)
+class ToolResult(Event):
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    output: str
+    is_error: bool = False
+
+
+@attrs.define(kw_only=True, slots=True)
+class FileSnapshot(Event):
+    """A file about to change: blob ids of its content before and after.
+
+    ``None`` means the file did not exist (before) or was deleted (after).
+    ``buffer_before`` keeps an open editor buffer's unsaved text when it differed
+    from the disk at the moment of the change.
+    """
+
+    type: ClassVar[str] = "file_snapshot"
+    path: str
+    before: str | None
+    after: str | None
+    buffer_before: str | None = None
+
+
+@attrs.define(kw_only=True, slots=True)
+class Usage(Event):
+    type: ClassVar[str] = "usage"
+    input_tokens: int
+    output_tokens: int
+    cost: float = 0.0
+    model: str = ""
+
+
+@attrs.define(kw_only=True, slots=True)
+class Compaction(Event):
+    """A summary that stands for the events ``first_seq..last_seq`` in the model's view."""
+
+    type: ClassVar[str] = "compaction"
+    summary: str
+    first_seq: int
+    last_seq: int
+    tokens_before: int
+    tokens_after: int
+
+
+@attrs.define(kw_only=True, slots=True)
+class Restore(Event):
+    """The session was returned to the moment just after ``to_seq``."""
+
+    type: ClassVar[str] = "restore"
+    to_seq: int
+    files: bool = True
+    conversation: bool = True
+
+
+@attrs.define(kw_only=True, slots=True)
+class TurnEnd(Event):
+    type: ClassVar[str] = "turn_end"
+    stop_reason: str
+
+
+@attrs.define(kw_only=True, slots=True)
+class UnknownEvent(Event):
+    """An event of a type this version does not know; kept as read."""
+
+    kind: str
+    data: dict[str, Any] = attrs.field(factory=dict)
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        SessionStarted,
+        UserPrompt,
+        AssistantMessage,
+        ToolCall,
+        ToolResult,
+        FileSnapshot,
+        Usage,
+        Compaction,
+        Restore,
+        TurnEnd,
+    )
+}
+
+converter = cattrs.Converter()
+
+
+def _register(cls: type[Event]) -> None:
+    unstructure = cattrs.gen.make_dict_unstructure_fn(cls, converter)
+    type_name = cls.type
+
+    def unstructure_with_type(event: Event) -> dict[str, Any]:
+        data = unstructure(event)
+        data["type"] = type_name
+        return data
+
+    converter.register_unstructure_hook(cls, unstructure_with_type)
+
+
+for _cls in EVENT_TYPES.values():
+    _register(_cls)
+
+_structurers = {name: converter.get_structure_hook(cls) for name, cls in EVENT_TYPES.items()}
+
+
+def to_dict(event: Event, seq: int | None = None, ts: float | None = None) -> dict[str, Any]:
+    """The JSON object for ``event``, optionally stamped with the store's seq and ts."""
+    if isinstance(event, UnknownEvent):
+        data = dict(event.data)
+        data["type"] = event.kind
+    else:
+        data = converter.unstructure(event)
+    data["seq"] = event.seq if seq is None else seq
+    data["ts"] = event.ts if ts is None else ts
+    return data
+
+
+def encode(event: Event, seq: int | None = None, ts: float | None = None) -> bytes:
+    """One event as compact JSON bytes (no newline)."""
+    return orjson.dumps(to_dict(event, seq, ts))
+
+
+def from_dict(data: dict[str, Any]) -> Event:
+    """The event for a JSON object read from a log; unknown types pass through.
+
+    ``data`` is consumed. The fast path builds the class from the object's keys
+    directly, which is what this version writes; an object with keys the class
+    does not have (a field added by a newer version) goes through the cattrs
+    converter, which ignores them.
+    """
+    kind = data.pop("type", None)
+    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        seq = data.pop("seq", 0)
+        ts = data.pop("ts", 0.0)
+        return UnknownEvent(seq=seq, ts=ts, kind=str(kind), data=data)
+    try:
+        return cls(**data)
+    except TypeError:
+        return _structurers[kind](data, cls)
+
+
+def decode(raw: bytes | str) -> Event:
+    return from_dict(orjson.loads(raw))
+
+
+def stamp(event: Event, seq: int, ts: float) -> Event:
+    """``event`` as the store recorded it."""
+    return attrs.evolve(event, seq=seq, ts=ts)

@@ -1,0 +1,164 @@
+"""The checkpointer protocol every session store implements, and what they share.
+
+A store keeps each session as an append-only log of events numbered 1, 2, 3...
+with no gaps. Writers that pass ``expected_head`` never fork a session: a stale
+head raises :class:`CheckpointConflictError` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import attrs
+
+from ..blobs import BlobStore
+from ..errors import InvalidSessionId
+from ..events import Event, SessionStarted, UserPrompt
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+TITLE_LENGTH = 80
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is 1-128 letters, digits, '-' or '_'; else InvalidSessionId."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        shown = repr(session_id)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        raise InvalidSessionId(f"invalid session id {shown}: use 1-128 letters, digits, '-' or '_'")
+    return session_id
+
+
+def check_events(events: Sequence[Event]) -> None:
+    for event in events:
+        if not isinstance(event, Event):
+            raise TypeError(f"append takes Event objects, got {type(event).__name__}")
+
+
+@attrs.define(slots=True)
+class SessionInfo:
+    """One row of :meth:`Checkpointer.list`. Times are UNIX seconds."""
+
+    id: str
+    created_at: float
+    updated_at: float
+    head: int
+    turns: int
+    title: str
+
+
+@attrs.define(slots=True)
+class Truncation:
+    """Events removed by :meth:`Checkpointer.truncate`, kept so the cut can be undone.
+
+    ``id`` counts truncations of one session from 1; ``seq`` is the head the log
+    was cut back to; ``events`` are what was removed, with their original seqs.
+    """
+
+    id: int
+    seq: int
+    ts: float
+    events: list[Event]
+
+
+@attrs.define(slots=True)
+class Summary:
+    """What a store's session index keeps, folded from the log."""
+
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    title: str = ""
+    turns: int = 0
+    head: int = 0
+
+    def add(self, event: Event) -> None:
+        """Fold one stored event into the summary."""
+        if self.head == 0:
+            self.created_at = event.ts
+        self.head = event.seq
+        self.updated_at = event.ts
+        if type(event) is UserPrompt:
+            self.turns += 1
+            if not self.title:
+                self.title = make_title(event.text)
+        elif type(event) is SessionStarted and event.title:
+            self.title = make_title(event.title)
+
+    def info(self, session_id: str) -> SessionInfo:
+        return SessionInfo(
+            session_id, self.created_at, self.updated_at, self.head, self.turns, self.title
+        )
+
+
+def summarize(events: Iterable[Event]) -> Summary:
+    summary = Summary()
+    for event in events:
+        summary.add(event)
+    return summary
+
+
+def make_title(text: str) -> str:
+    """A prompt as a one-line title: whitespace collapsed, cut at a word near 80 chars."""
+    line = " ".join(text.split())
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[: TITLE_LENGTH - 1]
+    space = cut.rfind(" ")
+    if space > TITLE_LENGTH // 2:
+        cut = cut[:space]
+    return cut + "…"
+
+
+class Checkpointer(Protocol):
+    """A durable store of session logs. Every method is safe to call concurrently,
+    from several tasks, threads and (for file and sqlite) processes."""
+
+    blobs: BlobStore
+    """Content-addressed store for the file snapshots the events refer to."""
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], expected_head: int | None = None
+    ) -> int:
+        """Append ``events`` atomically and durably; return the new head seq.
+
+        All events are written or none. The store assigns each a seq (head+1, ...)
+        and a timestamp. When ``expected_head`` is given and the session's head is
+        not that, raise :class:`CheckpointConflictError` and write nothing.
+        Appending to an unknown session creates it.
+        """
+        ...
+
+    async def read(self, session_id: str, since_seq: int = 0) -> list[Event]:
+        """Events with seq > ``since_seq``, in order; [] for an unknown session."""
+        ...
+
+    async def head(self, session_id: str) -> int:
+        """The seq of the last event; 0 for an empty or unknown session."""
+        ...
+
+    async def list(self) -> list[SessionInfo]:
+        """Every session, most recently updated first."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session, its log and its truncations; SessionNotFound if absent."""
+        ...
+
+    async def truncate(
+        self, session_id: str, seq: int, expected_head: int | None = None
+    ) -> Truncation:
+        """Drop events with seq > ``seq``, keeping them in a new :class:`Truncation`.
+
+        ``seq`` must be between 0 and the head (CheckpointNotFound otherwise).
+        """
+        ...
+
+    async def truncations(self, session_id: str) -> list[Truncation]:
+        """Every truncation of the session, oldest first."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and handles; the store is unusable afterwards."""
+        ...

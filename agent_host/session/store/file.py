@@ -1,0 +1,405 @@
+"""The default store: one checksummed JSON Lines log per session.
+
+Layout under the store's root (folders 0700, files 0600)::
+
+    sessions/<id>.jsonl    the log, one framed event per line
+    truncated/<id>.jsonl   what truncate() removed, one framed Truncation per line
+    locks/<id>.lock        the per-session lock (filelock)
+    torn/                  bytes cut from a torn tail, kept for inspection
+    index.jsonl            the session index (see file_index)
+    blobs/                 file snapshots (see blobs)
+
+Every operation on a session holds its lock, so readers see whole appends and
+writers in several processes take turns. ``append`` returns after fdatasync. A
+process keeps, per session, the byte size and event offsets it last saw; under the
+lock it re-reads only bytes another process added since, so an append costs one
+write and one fdatasync however long the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import orjson
+from filelock import FileLock, Timeout
+
+from .. import events as ev
+from ..blobs import FileBlobStore, _fsync_dir
+from ..errors import (
+    CheckpointConflictError,
+    CheckpointNotFound,
+    CorruptLogError,
+    SessionNotFound,
+    StoreBusy,
+)
+from . import framing
+from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
+from .file_index import SessionIndex, compact_threshold
+
+T = TypeVar("T")
+LOCK_TIMEOUT = 30.0
+_MARK = 16
+
+
+@attrs.define
+class _LogState:
+    """What this process last saw of one session's log."""
+
+    inode: int
+    size: int
+    offsets: list[int]
+    summary: Summary
+    mark: bytes = b""
+    """The first bytes of the last event's line (its checksum): if another
+    process truncated and re-appended to the same size, they differ."""
+
+    def still_matches(self, fd: int, stat: os.stat_result) -> bool:
+        if self.inode != stat.st_ino or self.size > stat.st_size:
+            return False
+        return not self.offsets or os.pread(fd, _MARK, self.offsets[-1]) == self.mark
+
+
+class FileCheckpointer:
+    """Session logs as files under ``root``; several processes may share it."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().absolute()
+        for sub in ("", "sessions", "truncated", "locks"):
+            (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.blobs = FileBlobStore(self.root / "blobs")
+        self._index = SessionIndex(self.root)
+        self._states: dict[str, _LogState] = {}
+
+    def __repr__(self) -> str:
+        return f"FileCheckpointer({str(self.root)!r})"
+
+    # -- async API: each call runs on a worker thread, holding the session lock.
+
+    async def append(
+        self, session_id: str, events: Sequence[ev.Event], expected_head: int | None = None
+    ) -> int:
+        check_session_id(session_id)
+        check_events(events)
+        return await _run(self._append, session_id, list(events), expected_head)
+
+    async def read(self, session_id: str, since_seq: int = 0) -> list[ev.Event]:
+        check_session_id(session_id)
+        return await _run(self._read, session_id, since_seq)
+
+    async def head(self, session_id: str) -> int:
+        check_session_id(session_id)
+        return await _run(self._head, session_id)
+
+    async def list(self) -> list[SessionInfo]:
+        return await _run(self._list)
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        await _run(self._delete, session_id)
+
+    async def truncate(
+        self, session_id: str, seq: int, expected_head: int | None = None
+    ) -> Truncation:
+        check_session_id(session_id)
+        return await _run(self._truncate, session_id, seq, expected_head)
+
+    async def truncations(self, session_id: str) -> list[Truncation]:
+        check_session_id(session_id)
+        return await _run(self._truncations, session_id)
+
+    async def close(self) -> None:
+        self._states.clear()
+
+    # -- paths and locks
+
+    def _log_path(self, session_id: str) -> Path:
+        return self.root / "sessions" / f"{session_id}.jsonl"
+
+    def _stash_path(self, session_id: str) -> Path:
+        return self.root / "truncated" / f"{session_id}.jsonl"
+
+    @contextmanager
+    def _locked(self, session_id: str, create: bool = False) -> Iterator[int | None]:
+        """Hold the session's lock; yield its log opened read-write (None if absent)."""
+        lock = FileLock(
+            str(self.root / "locks" / f"{session_id}.lock"), timeout=LOCK_TIMEOUT, mode=0o600
+        )
+        with lock:
+            flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+            try:
+                fd = os.open(self._log_path(session_id), flags, 0o600)
+            except FileNotFoundError:
+                self._states.pop(session_id, None)
+                yield None
+                return
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+
+    # -- the log
+
+    def _sync(self, session_id: str, fd: int) -> tuple[_LogState, list[ev.Event]]:
+        """Bring this process's view of the log up to date; return the new events.
+
+        Holding the lock, any bytes past the last whole event belong to a writer
+        that died mid-write: they are moved aside and the log cut back.
+        """
+        stat = os.fstat(fd)
+        state = self._states.get(session_id)
+        if state is None or not state.still_matches(fd, stat):
+            state = _LogState(stat.st_ino, 0, [], Summary())
+        if state.size == stat.st_size:
+            self._states[session_id] = state
+            return state, []
+        data = os.pread(fd, stat.st_size - state.size, state.size)
+        where = str(self._log_path(session_id))
+        found = framing.scan(data, partial(_decode_event, where), where)
+        expected = state.summary.head + 1
+        for event in found.records:
+            if event.seq != expected:
+                raise CorruptLogError(
+                    f"{where}: event seq {event.seq} where {expected} was expected; "
+                    "the log was changed by something other than agent-host"
+                )
+            expected += 1
+            state.summary.add(event)
+        state.offsets.extend(state.size + offset for offset in found.offsets)
+        if found.records:
+            state.mark = os.pread(fd, _MARK, state.offsets[-1])
+        if found.torn:
+            self._cut_torn_tail(session_id, fd, state.size + found.end, stat.st_size)
+        state.size += found.end
+        self._states[session_id] = state
+        return state, found.records
+
+    def _cut_torn_tail(self, session_id: str, fd: int, end: int, size: int) -> None:
+        torn = self.root / "torn"
+        torn.mkdir(mode=0o700, exist_ok=True)
+        keep = torn / f"{session_id}.{time.time_ns()}.bin"
+        keep.write_bytes(os.pread(fd, size - end, end))
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+
+    def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:
+        with self._locked(session_id, create=bool(events)) as fd:
+            if fd is None:  # nothing to write to a session that does not exist
+                if expected_head is not None and expected_head != 0:
+                    raise CheckpointConflictError(session_id, expected_head, 0)
+                return 0
+            state, _ = self._sync(session_id, fd)
+            head = state.summary.head
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            if not events:
+                return head
+            ts = time.time()
+            payloads = [ev.encode(e, head + n, ts) for n, e in enumerate(events, 1)]
+            lines = [framing.frame(p) for p in payloads]
+            self._index.pending(session_id)
+            _write_all(fd, b"".join(lines), state.size)
+            if state.size == 0:
+                _fsync_dir(self.root / "sessions")
+            for n, (event, line) in enumerate(zip(events, lines, strict=True), 1):
+                state.offsets.append(state.size)
+                state.size += len(line)
+                state.summary.add(ev.stamp(event, head + n, ts))
+            state.mark = lines[-1][:_MARK]
+            self._index.record(session_id, state.summary)
+            return state.summary.head
+
+    def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
+        since = max(since_seq, 0)
+        with self._locked(session_id) as fd:
+            if fd is None:
+                return []
+            state, new = self._sync(session_id, fd)
+            head = state.summary.head
+            known = head - len(new)  # events this process had seen before the sync
+            if since >= known:
+                return new[since - known :]
+            end = state.offsets[known] if known < head else state.size
+            return self._read_events(fd, session_id, state.offsets[since], end) + new
+
+    def _head(self, session_id: str) -> int:
+        with self._locked(session_id) as fd:
+            if fd is None:
+                return 0
+            return self._sync(session_id, fd)[0].summary.head
+
+    def _delete(self, session_id: str) -> None:
+        with self._locked(session_id) as fd:
+            if fd is None:
+                raise SessionNotFound(session_id)
+            self._index.pending(session_id)
+            self._log_path(session_id).unlink()
+            self._stash_path(session_id).unlink(missing_ok=True)
+            _fsync_dir(self.root / "sessions")
+            self._states.pop(session_id, None)
+            self._index.deleted(session_id)
+
+    def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
+        with self._locked(session_id) as fd:
+            if fd is None:
+                raise SessionNotFound(session_id)
+            state, _ = self._sync(session_id, fd)
+            head = state.summary.head
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            if not isinstance(seq, int) or not 0 <= seq <= head:
+                raise CheckpointNotFound(
+                    f"cannot truncate session {session_id!r} to seq {seq!r}: "
+                    f"it must be between 0 and the head, {head}"
+                )
+            cut = state.offsets[seq] if seq < head else state.size
+            where = str(self._log_path(session_id))
+            removed = framing.scan(
+                os.pread(fd, state.size - cut, cut), partial(_decode_event, where), where
+            ).records
+            stash = self._read_stash(session_id)
+            truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
+            self._index.pending(session_id)
+            # The removed events are durable in the stash before they leave the log.
+            self._write_stash(session_id, truncation)
+            os.ftruncate(fd, cut)
+            os.fsync(fd)
+            del state.offsets[seq:]
+            state.size = cut
+            state.summary = summarize(self._read_events(fd, session_id, 0, cut))
+            state.mark = os.pread(fd, _MARK, state.offsets[-1]) if state.offsets else b""
+            self._index.record(session_id, state.summary)
+            return truncation
+
+    def _truncations(self, session_id: str) -> list[Truncation]:
+        with self._locked(session_id):
+            return self._read_stash(session_id)
+
+    def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
+        where = str(self._log_path(session_id))
+        data = os.pread(fd, end - start, start)
+        return framing.scan(data, partial(_decode_event, where), where).records
+
+    # -- truncations, framed like events
+
+    def _read_stash(self, session_id: str) -> list[Truncation]:
+        path = self._stash_path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        found = framing.scan(data, partial(_decode_truncation, str(path)), str(path))
+        if found.torn:
+            # A crash while stashing: that truncation never happened.
+            os.truncate(path, found.end)
+        return found.records
+
+    def _write_stash(self, session_id: str, truncation: Truncation) -> None:
+        payload = orjson.dumps(
+            {
+                "id": truncation.id,
+                "seq": truncation.seq,
+                "ts": truncation.ts,
+                "events": [ev.to_dict(e) for e in truncation.events],
+            }
+        )
+        path = self._stash_path(session_id)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            created = os.fstat(fd).st_size == 0
+            _write_all(fd, framing.frame(payload), None)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(path.parent)
+
+    # -- the index
+
+    def _list(self) -> list[SessionInfo]:
+        loaded = self._index.load()
+        if loaded is None:
+            self._index.rebuild(self._summaries_from_logs)
+            loaded = self._index.load() or ({}, set(), 0)
+        sessions, pending, lines = loaded
+        for session_id in pending:
+            # A writer announced a change and has not recorded it: it is running
+            # now (the lock waits for it) or died (the log is the truth).
+            with self._locked(session_id) as fd:
+                if fd is None:
+                    sessions.pop(session_id, None)
+                    self._index.deleted(session_id)
+                    continue
+                state, _ = self._sync(session_id, fd)
+                sessions[session_id] = state.summary.info(session_id)
+                self._index.record(session_id, state.summary)
+        if lines > compact_threshold(len(sessions)):
+            self._index.compact()
+        return sorted(sessions.values(), key=_newest_first)
+
+    def _summaries_from_logs(self) -> Iterator[tuple[str, Summary]]:
+        # Read-only and lock-free (see SessionIndex.rebuild): a torn tail here may be
+        # a write in progress, so it is skipped, not cut.
+        for entry in os.scandir(self.root / "sessions"):
+            if not entry.name.endswith(".jsonl"):
+                continue
+            session_id = entry.name[: -len(".jsonl")]
+            try:
+                data = Path(entry.path).read_bytes()
+            except FileNotFoundError:
+                continue
+            found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
+            if found.records:
+                yield session_id, summarize(found.records)
+
+
+def _newest_first(info: SessionInfo) -> float:
+    return -info.updated_at
+
+
+def _decode_event(where: str, payload: memoryview) -> ev.Event:
+    try:
+        return ev.from_dict(orjson.loads(payload))
+    except Exception as exc:  # a checksummed record that still fails to decode
+        raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc
+
+
+def _decode_truncation(where: str, payload: memoryview) -> Truncation:
+    try:
+        data: dict[str, Any] = orjson.loads(payload)
+        events = [ev.from_dict(e) for e in data["events"]]
+        return Truncation(data["id"], data["seq"], data["ts"], events)
+    except Exception as exc:
+        raise CorruptLogError(f"{where}: a truncation could not be read: {exc}") from exc
+
+
+def _write_all(fd: int, data: bytes, rollback_to: int | None) -> None:
+    """Write ``data`` and fdatasync it; on failure cut the file back to ``rollback_to``.
+
+    A failed append (disk full, I/O error) must not leave half a batch behind.
+    """
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fdatasync(fd)
+    except BaseException:
+        if rollback_to is not None:
+            os.ftruncate(fd, rollback_to)
+        raise
+
+
+async def _run(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except Timeout as exc:
+        raise StoreBusy(
+            f"the store stayed locked for {LOCK_TIMEOUT:.0f}s ({exc.lock_file}); "
+            "another agent-host process is holding it"
+        ) from None
