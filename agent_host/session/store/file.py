@@ -72,8 +72,7 @@ class FileCheckpointer:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).expanduser().absolute()
-        for sub in ("", "sessions", "truncated", "locks"):
-            (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._made_dirs = False
         self.blobs = FileBlobStore(self.root / "blobs")
         self._index = SessionIndex(self.root)
         self._states: dict[str, _LogState] = {}
@@ -129,6 +128,12 @@ class FileCheckpointer:
     @contextmanager
     def _locked(self, session_id: str, create: bool = False) -> Iterator[int | None]:
         """Hold the session's lock; yield its log opened read-write (None if absent)."""
+        if not create and not self._log_path(session_id).exists():
+            # Reading a session that does not exist creates nothing, not even a lock.
+            self._states.pop(session_id, None)
+            yield None
+            return
+        self._make_dirs()
         lock = FileLock(
             str(self.root / "locks" / f"{session_id}.lock"), timeout=LOCK_TIMEOUT, mode=0o600
         )
@@ -144,6 +149,13 @@ class FileCheckpointer:
                 yield fd
             finally:
                 os.close(fd)
+
+    def _make_dirs(self) -> None:
+        # Created on first write, so reading a mistyped store path leaves no trace.
+        if not self._made_dirs:
+            for sub in ("", "sessions", "truncated", "locks"):
+                (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._made_dirs = True
 
     # -- the log
 
@@ -279,8 +291,8 @@ class FileCheckpointer:
             return truncation
 
     def _truncations(self, session_id: str) -> list[Truncation]:
-        with self._locked(session_id):
-            return self._read_stash(session_id)
+        with self._locked(session_id) as fd:
+            return [] if fd is None else self._read_stash(session_id)
 
     def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
         where = str(self._log_path(session_id))
@@ -323,6 +335,8 @@ class FileCheckpointer:
     # -- the index
 
     def _list(self) -> list[SessionInfo]:
+        if not (self.root / "sessions").is_dir():
+            return []
         loaded = self._index.load()
         if loaded is None:
             self._index.rebuild(self._summaries_from_logs)

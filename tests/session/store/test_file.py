@@ -1,0 +1,184 @@
+"""What only the file store promises: modes, the session index, repair on open."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import orjson
+import pytest
+
+from agent_host.session import FileCheckpointer, open_store
+from agent_host.session.events import AssistantMessage, UserPrompt
+from agent_host.session.store import file_index, framing
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def root(tmp_path):
+    return tmp_path / "store"
+
+
+async def test_files_are_private_to_the_user(root):
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="secret-ish")])
+    await store.truncate("s1", 0)
+    await store.blobs.put(b"file content")
+    for folder in (root, root / "sessions", root / "truncated", root / "locks"):
+        assert mode(folder) == 0o700, folder
+    for path in (
+        root / "sessions" / "s1.jsonl",
+        root / "truncated" / "s1.jsonl",
+        root / "locks" / "s1.lock",
+        root / "index.jsonl",
+    ):
+        assert mode(path) == 0o600, path
+
+
+async def test_log_is_json_lines_with_a_checksum_per_event(root):
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="hi"), AssistantMessage(text="yo")])
+    lines = (root / "sessions" / "s1.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines]
+    assert [r["event"]["type"] for r in records] == ["user_prompt", "assistant_message"]
+    assert [r["event"]["seq"] for r in records] == [1, 2]
+    assert all(len(r["crc"]) == 8 for r in records)
+
+
+async def test_list_reads_the_index_not_the_logs(root, monkeypatch):
+    store = FileCheckpointer(root)
+    for n in range(5):
+        await store.append(f"s{n}", [UserPrompt(text=f"p{n}")])
+
+    def no_log_reads(*args, **kwargs):
+        raise AssertionError("list() opened a session log")
+
+    monkeypatch.setattr(framing, "scan", no_log_reads)
+    infos = await FileCheckpointer(root).list()
+    assert [i.id for i in infos] == ["s4", "s3", "s2", "s1", "s0"]
+
+
+async def test_lost_index_is_rebuilt_from_the_logs(root):
+    store = FileCheckpointer(root)
+    await store.append("a", [UserPrompt(text="first"), AssistantMessage(text="x")])
+    await store.append("b", [UserPrompt(text="second")])
+    want = await store.list()
+    (root / "index.jsonl").unlink()
+    assert await FileCheckpointer(root).list() == want
+    assert (root / "index.jsonl").exists()
+
+
+async def test_damaged_index_is_rebuilt_from_the_logs(root):
+    store = FileCheckpointer(root)
+    await store.append("a", [UserPrompt(text="first")])
+    await store.append("b", [UserPrompt(text="second")])
+    want = await store.list()
+    with open(root / "index.jsonl", "r+b") as f:
+        f.seek(3)
+        f.write(b"\xff\xfe garbage")
+    assert await FileCheckpointer(root).list() == want
+
+
+async def test_writer_that_died_between_log_and_index_is_repaired_by_list(root, monkeypatch):
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="one")])
+
+    def die(self, session_id, summary):
+        raise KeyboardInterrupt("killed after the log write")
+
+    monkeypatch.setattr(file_index.SessionIndex, "record", die)
+    with pytest.raises(KeyboardInterrupt):
+        await store.append("s1", [UserPrompt(text="two"), AssistantMessage(text="x")])
+    with pytest.raises(KeyboardInterrupt):
+        await store.append("fresh", [UserPrompt(text="new session")])
+    monkeypatch.undo()
+
+    infos = {i.id: i for i in await FileCheckpointer(root).list()}
+    assert (infos["s1"].head, infos["s1"].turns) == (3, 2)
+    assert infos["fresh"].title == "new session"
+    # The repair was written down: the next list needs no log.
+    monkeypatch.setattr(framing, "scan", lambda *a, **k: pytest.fail("log read"))
+    assert {i.id: i.head for i in await FileCheckpointer(root).list()} == {"s1": 3, "fresh": 1}
+
+
+async def test_index_is_compacted_when_it_grows(root):
+    store = FileCheckpointer(root)
+    appends = file_index.compact_threshold(2) // 2 + 10
+    for n in range(appends):
+        await store.append("a" if n % 2 else "b", [AssistantMessage(text=str(n))])
+    lines_before = len((root / "index.jsonl").read_bytes().splitlines())
+    assert lines_before > file_index.compact_threshold(2)
+    infos = await store.list()
+    assert len((root / "index.jsonl").read_bytes().splitlines()) == 2
+    assert await store.list() == infos
+    assert sum(i.head for i in infos) == appends
+
+
+async def test_deleted_session_stays_deleted_in_a_rebuilt_index(root):
+    store = FileCheckpointer(root)
+    await store.append("gone", [UserPrompt(text="x")])
+    await store.append("kept", [UserPrompt(text="y")])
+    await store.delete("gone")
+    (root / "index.jsonl").unlink()
+    assert [i.id for i in await FileCheckpointer(root).list()] == ["kept"]
+
+
+async def test_torn_tail_is_cut_and_kept_aside(root):
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="whole"), AssistantMessage(text="also whole")])
+    log = root / "sessions" / "s1.jsonl"
+    whole = log.read_bytes()
+    half = framing.frame(b'{"type":"user_prompt","seq":3,"ts":1.0,"text":"never acknowledged"}')
+    with open(log, "ab") as f:
+        f.write(half[: len(half) // 2])
+    reopened = FileCheckpointer(root)
+    assert [e.seq for e in await reopened.read("s1")] == [1, 2]
+    assert log.read_bytes() == whole
+    (kept,) = (root / "torn").iterdir()
+    assert kept.read_bytes() == half[: len(half) // 2]
+    assert await reopened.append("s1", [UserPrompt(text="next")]) == 3
+
+
+async def test_damage_before_the_tail_is_reported_not_cut(root):
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="one"), UserPrompt(text="two")])
+    await store.append("s1", [UserPrompt(text="three")])
+    log = root / "sessions" / "s1.jsonl"
+    data = bytearray(log.read_bytes())
+    data[40] ^= 0x01
+    log.write_bytes(bytes(data))
+    from agent_host.session import CorruptLogError
+
+    with pytest.raises(CorruptLogError, match="s1.jsonl") as caught:
+        await FileCheckpointer(root).read("s1")
+    assert "record 1" in str(caught.value)
+    assert log.read_bytes() == bytes(data)
+
+
+async def test_open_store_accepts_plain_paths_and_file_urls(root):
+    for url in (str(root), root.as_uri()):
+        store = open_store(url)
+        assert isinstance(store, FileCheckpointer)
+        assert store.root == root
+
+
+async def test_blob_files_are_whole_and_private(root):
+    store = FileCheckpointer(root)
+    blob = await store.blobs.put(b"x" * 10_000)
+    path = root / "blobs" / blob[:2] / blob[2:]
+    assert path.read_bytes() == b"x" * 10_000
+    assert mode(path) == 0o600
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+async def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path):
+    root = tmp_path / "typo"
+    store = FileCheckpointer(root)
+    assert await store.list() == []
+    assert await store.read("s1") == []
+    assert await store.head("s1") == 0
+    assert await store.truncations("s1") == []
+    assert not root.exists()
