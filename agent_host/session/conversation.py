@@ -28,11 +28,13 @@ def to_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
     for event in events:
         kind = type(event)
         if kind is UserPrompt:
-            _answer_open_calls(messages, seqs, open_calls)
+            if open_calls:
+                _answer_open_calls(messages, seqs, open_calls)
             messages.append({"role": "user", "content": event.text})
             seqs.append(event.seq)
         elif kind is AssistantMessage:
-            _answer_open_calls(messages, seqs, open_calls)
+            if open_calls:
+                _answer_open_calls(messages, seqs, open_calls)
             messages.append({"role": "assistant", "content": event.text})
             seqs.append(event.seq)
         elif kind is ToolCall:

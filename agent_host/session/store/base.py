@@ -86,6 +86,10 @@ class Summary:
         elif type(event) is SessionStarted and event.title:
             self.title = make_title(event.title)
 
+    def extend(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.add(event)
+
     def info(self, session_id: str) -> SessionInfo:
         return SessionInfo(
             session_id, self.created_at, self.updated_at, self.head, self.turns, self.title
@@ -94,8 +98,7 @@ class Summary:
 
 def summarize(events: Iterable[Event]) -> Summary:
     summary = Summary()
-    for event in events:
-        summary.add(event)
+    summary.extend(events)
     return summary
 
 

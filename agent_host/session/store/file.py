@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 
 import attrs
 import orjson
-from filelock import FileLock, Timeout
 
 from .. import events as ev
 from ..blobs import FileBlobStore, _fsync_dir
@@ -38,14 +37,12 @@ from ..errors import (
     CheckpointNotFound,
     CorruptLogError,
     SessionNotFound,
-    StoreBusy,
 )
-from . import framing
+from . import file_index, framing, locking
 from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
 from .file_index import SessionIndex, compact_threshold
 
 T = TypeVar("T")
-LOCK_TIMEOUT = 30.0
 _MARK = 16
 
 
@@ -134,10 +131,7 @@ class FileCheckpointer:
             yield None
             return
         self._make_dirs()
-        lock = FileLock(
-            str(self.root / "locks" / f"{session_id}.lock"), timeout=LOCK_TIMEOUT, mode=0o600
-        )
-        with lock:
+        with locking.hold(str(self.root / "locks" / f"{session_id}.lock")):
             flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self._log_path(session_id), flags, 0o600)
@@ -175,15 +169,15 @@ class FileCheckpointer:
         data = os.pread(fd, stat.st_size - state.size, state.size)
         where = str(self._log_path(session_id))
         found = framing.scan(data, partial(_decode_event, where), where)
-        expected = state.summary.head + 1
-        for event in found.records:
-            if event.seq != expected:
-                raise CorruptLogError(
-                    f"{where}: event seq {event.seq} where {expected} was expected; "
-                    "the log was changed by something other than agent-host"
-                )
-            expected += 1
-            state.summary.add(event)
+        first = state.summary.head + 1
+        seqs = [event.seq for event in found.records]
+        if seqs != list(range(first, first + len(seqs))):
+            bad = next(s for n, s in enumerate(seqs, first) if s != n)
+            raise CorruptLogError(
+                f"{where}: event seq {bad} out of order after seq {first - 1}; "
+                "the log was changed by something other than agent-host"
+            )
+        state.summary.extend(found.records)
         state.offsets.extend(state.size + offset for offset in found.offsets)
         if found.records:
             state.mark = os.pread(fd, _MARK, state.offsets[-1])
@@ -220,10 +214,10 @@ class FileCheckpointer:
             _write_all(fd, b"".join(lines), state.size)
             if state.size == 0:
                 _fsync_dir(self.root / "sessions")
-            for n, (event, line) in enumerate(zip(events, lines, strict=True), 1):
+            for line in lines:
                 state.offsets.append(state.size)
                 state.size += len(line)
-                state.summary.add(ev.stamp(event, head + n, ts))
+            state.summary.extend(ev.stamp(e, n, ts) for n, e in enumerate(events, head + 1))
             state.mark = lines[-1][:_MARK]
             self._index.record(session_id, state.summary)
             return state.summary.head
@@ -339,7 +333,7 @@ class FileCheckpointer:
             return []
         loaded = self._index.load()
         if loaded is None:
-            self._index.rebuild(self._summaries_from_logs)
+            self._index.rebuild(self._records_from_logs)
             loaded = self._index.load() or ({}, set(), 0)
         sessions, pending, lines = loaded
         for session_id in pending:
@@ -357,38 +351,42 @@ class FileCheckpointer:
             self._index.compact()
         return sorted(sessions.values(), key=_newest_first)
 
-    def _summaries_from_logs(self) -> Iterator[tuple[str, Summary]]:
-        # Read-only and lock-free (see SessionIndex.rebuild): a torn tail here may be
-        # a write in progress, so it is skipped, not cut.
+    def _records_from_logs(self) -> bytes:
+        # Lock-free and read-only: a torn tail here may be a write in progress, so it
+        # is skipped, not cut. Writes racing the rebuild are re-checked by the index.
+        lines = []
         for entry in os.scandir(self.root / "sessions"):
             if not entry.name.endswith(".jsonl"):
                 continue
-            session_id = entry.name[: -len(".jsonl")]
             try:
                 data = Path(entry.path).read_bytes()
             except FileNotFoundError:
                 continue
             found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
             if found.records:
-                yield session_id, summarize(found.records)
+                info = summarize(found.records).info(entry.name[: -len(".jsonl")])
+                lines.append(file_index.info_line(info))
+        return b"".join(lines)
 
 
 def _newest_first(info: SessionInfo) -> float:
     return -info.updated_at
 
 
-def _decode_event(where: str, payload: memoryview) -> ev.Event:
+def _decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
+    from_dict = ev.from_dict
     try:
-        return ev.from_dict(orjson.loads(payload))
+        return [from_dict(data) for data in objects]
     except Exception as exc:  # a checksummed record that still fails to decode
         raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc
 
 
-def _decode_truncation(where: str, payload: memoryview) -> Truncation:
+def _decode_truncation(where: str, objects: list[dict[str, Any]]) -> list[Truncation]:
     try:
-        data: dict[str, Any] = orjson.loads(payload)
-        events = [ev.from_dict(e) for e in data["events"]]
-        return Truncation(data["id"], data["seq"], data["ts"], events)
+        return [
+            Truncation(d["id"], d["seq"], d["ts"], [ev.from_dict(e) for e in d["events"]])
+            for d in objects
+        ]
     except Exception as exc:
         raise CorruptLogError(f"{where}: a truncation could not be read: {exc}") from exc
 
@@ -410,10 +408,4 @@ def _write_all(fd: int, data: bytes, rollback_to: int | None) -> None:
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except Timeout as exc:
-        raise StoreBusy(
-            f"the store stayed locked for {LOCK_TIMEOUT:.0f}s ({exc.lock_file}); "
-            "another agent-host process is holding it"
-        ) from None
+    return await asyncio.to_thread(fn, *args)

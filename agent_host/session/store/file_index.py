@@ -9,26 +9,31 @@
 A write announces itself before touching the log and records the result after,
 so a writer that dies in between leaves a ``?`` with no record after it; ``list()``
 then reads that one log and writes the record the writer could not. The index is
-a cache of the logs: if it is lost or damaged it is rebuilt from them. When it holds
-far more lines than sessions it is rewritten compactly. Index writes are not
-fsynced: the logs are the truth, and a lost index line is repaired like a dead
-writer's.
+a cache of the logs: lost or damaged, it is rebuilt from them; holding far more
+lines than sessions, it is rewritten compactly. Index lines are not fsynced: the
+logs are the truth, and a lost line is repaired like a dead writer's.
+
+Writers take no lock (an append already holds its session's lock). A rewrite
+replaces the file by rename under ``index.lock``, then marks ``?`` every session
+written to the old file meanwhile; a writer that finds the path renamed under it
+after writing writes its line again to the new file. Either way nothing is lost.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from filelock import FileLock
 
+from . import locking
 from .base import SessionInfo, Summary
 
 PENDING = "?"
 DELETED = "!"
-LOCK_TIMEOUT = 30.0
+
+Loaded = tuple[dict[str, SessionInfo], set[str], int]
 
 
 class SessionIndex:
@@ -36,27 +41,31 @@ class SessionIndex:
         self.path = root / "index.jsonl"
         self._lock_path = str(root / "index.lock")
 
-    def _lock(self) -> FileLock:
-        return FileLock(self._lock_path, timeout=LOCK_TIMEOUT, mode=0o600)
-
-    def _write(self, lines: bytes) -> None:
-        with self._lock():
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, lines)
-            finally:
-                os.close(fd)
-
     def pending(self, session_id: str) -> None:
-        self._write(orjson.dumps([PENDING, session_id]) + b"\n")
+        self._append(orjson.dumps([PENDING, session_id]) + b"\n")
 
     def record(self, session_id: str, summary: Summary) -> None:
-        self._write(_record(session_id, summary))
+        self._append(_record(session_id, summary))
 
     def deleted(self, session_id: str) -> None:
-        self._write(orjson.dumps([DELETED, session_id]) + b"\n")
+        self._append(orjson.dumps([DELETED, session_id]) + b"\n")
 
-    def load(self) -> tuple[dict[str, SessionInfo], set[str], int] | None:
+    def _append(self, line: bytes) -> None:
+        while True:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, line)
+                written_to = os.fstat(fd).st_ino
+            finally:
+                os.close(fd)
+            try:
+                if os.stat(self.path).st_ino == written_to:
+                    return
+            except FileNotFoundError:
+                pass
+            # A rewrite renamed a new index into place: make sure it has our line.
+
+    def load(self) -> Loaded | None:
         """Sessions, ids with a write that never finished, and the line count.
 
         None when the index is missing or damaged and must be rebuilt.
@@ -65,76 +74,112 @@ class SessionIndex:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return None
-        end = data.rfind(b"\n") + 1
-        body = data[: end - 1]
-        if not body:
-            return {}, set(), 0
-        try:
-            # One parse for the whole file: 10,000 sessions load in milliseconds.
-            rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
-        except orjson.JSONDecodeError:
-            return None
-        sessions: dict[str, SessionInfo] = {}
-        pending: set[str] = set()
-        for row in rows:
-            if not isinstance(row, list) or not row:
-                return None
-            if len(row) == 6:
-                sessions[row[0]] = SessionInfo(*row)
-                pending.discard(row[0])
-            elif row[0] == PENDING:
-                pending.add(row[1])
-            elif row[0] == DELETED:
-                sessions.pop(row[1], None)
-                pending.discard(row[1])
-            else:
-                return None
-        return sessions, pending, len(rows)
+        return parse(data)
 
     def compact(self) -> None:
-        """Rewrite the index with one record per session, if it is still loose.
+        """Rewrite the index with one record per session, if it is still loose."""
 
-        Load and replace happen under the index lock, so no record written in
-        between is lost.
-        """
-        with self._lock():
-            loaded = self.load()
+        def compacted(data: bytes) -> bytes | None:
+            loaded = parse(data)
             if loaded is None:
-                return
+                return None
             sessions, pending, lines = loaded
             if lines <= compact_threshold(len(sessions)):
-                return
-            data = b"".join(_record_info(i) for i in sessions.values())
-            data += b"".join(orjson.dumps([PENDING, p]) + b"\n" for p in pending)
-            self._replace(data)
+                return None
+            return b"".join(info_line(i) for i in sessions.values()) + b"".join(
+                orjson.dumps([PENDING, p]) + b"\n" for p in pending
+            )
 
-    def rebuild(self, summaries: Callable[[], Iterable[tuple[str, Summary]]]) -> None:
-        """Replace the index with records folded from the logs by ``summaries``.
+        self._rewrite(compacted)
 
-        Held under the index lock so writers wait at their ``?`` line; their own
-        records land after the new index. ``summaries`` must not take session
-        locks (a writer holding one may be waiting for this lock).
-        """
-        with self._lock():
-            self._replace(b"".join(_record(sid, s) for sid, s in summaries()))
+    def rebuild(self, records: Callable[[], bytes]) -> None:
+        """Replace the index with ``records()``: lines folded from the logs."""
+        self._rewrite(lambda _old: records())
 
-    def _replace(self, data: bytes) -> None:
-        tmp = self.path.with_name(f".index.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    def _rewrite(self, build: Callable[[bytes], bytes | None]) -> None:
+        with locking.hold(self._lock_path):
+            try:
+                old = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                old = None
+            try:
+                seen = b"" if old is None else _read_from(old, 0)
+                data = build(seen)
+                if data is None:
+                    return
+                tmp = self.path.with_name(f".index.{os.getpid()}.tmp")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, self.path)
+                if old is not None:
+                    late = _read_from(old, len(seen))
+                    if late:
+                        self._append(_recheck(late))
+            finally:
+                if old is not None:
+                    os.close(old)
+
+
+def parse(data: bytes) -> Loaded | None:
+    end = data.rfind(b"\n")
+    body = data[:end] if end >= 0 else b""
+    if not body:
+        return {}, set(), 0
+    try:
+        # One parse for the whole file: 10,000 sessions load in milliseconds.
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    sessions: dict[str, SessionInfo] = {}
+    pending: set[str] = set()
+    for row in rows:
+        if not isinstance(row, list) or not row:
+            return None
+        if len(row) == 6:
+            sessions[row[0]] = SessionInfo(*row)
+            pending.discard(row[0])
+        elif row[0] == PENDING:
+            pending.add(row[1])
+        elif row[0] == DELETED:
+            sessions.pop(row[1], None)
+            pending.discard(row[1])
+        else:
+            return None
+    return sessions, pending, len(rows)
+
+
+def _recheck(late: bytes) -> bytes:
+    """``?`` lines for the sessions written to the old index during a rewrite.
+
+    Their lines are not copied: a later line for the same session may already be
+    in the new file, and copying would put the older one after it. A ``?`` makes
+    the next ``list()`` read those sessions' logs instead.
+    """
+    ids: set[str] = set()
+    for line in late.split(b"\n"):
         try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a line still being written: its writer re-checks the path
+        if isinstance(row, list) and len(row) in (2, 6):
+            ids.add(row[0] if len(row) == 6 else row[1])
+    return b"".join(orjson.dumps([PENDING, i]) + b"\n" for i in sorted(ids))
 
 
 def compact_threshold(sessions: int) -> int:
     return 4 * sessions + 1000
 
 
-def _record_info(i: SessionInfo) -> bytes:
-    return orjson.dumps([i.id, i.created_at, i.updated_at, i.head, i.turns, i.title]) + b"\n"
+def _read_from(fd: int, offset: int) -> bytes:
+    return os.pread(fd, max(os.fstat(fd).st_size - offset, 0), offset)
 
 
 def _record(session_id: str, s: Summary) -> bytes:
     return orjson.dumps([session_id, s.created_at, s.updated_at, s.head, s.turns, s.title]) + b"\n"
+
+
+def info_line(i: SessionInfo) -> bytes:
+    return orjson.dumps([i.id, i.created_at, i.updated_at, i.head, i.turns, i.title]) + b"\n"

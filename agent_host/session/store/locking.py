@@ -1,0 +1,73 @@
+"""Inter-process locks for the file store.
+
+On POSIX a lock is ``flock`` on a lock file: 7 µs to take and release here, where
+``filelock.FileLock`` 4.x costs 160-280 µs (docs/performance.md), about as much
+as the fdatasync an append exists to pay for. The kernel drops a
+flock when its holder dies, so a crashed writer never leaves a session locked.
+Elsewhere (Windows) :class:`filelock.FileLock` does the job.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import StoreBusy
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+TIMEOUT = 30.0
+
+
+@contextmanager
+def hold(path: str, timeout: float = TIMEOUT) -> Iterator[None]:
+    """Hold the exclusive lock on ``path`` (created 0600); StoreBusy after ``timeout``."""
+    if fcntl is None:  # pragma: no cover - Windows
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(path, timeout=timeout, mode=0o600):
+                yield
+        except Timeout:
+            raise _busy(path, timeout) from None
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        _acquire(fd, path, timeout)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, path: str, timeout: float) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    deadline = time.monotonic() + timeout
+    pause = 0.0005
+    while True:
+        time.sleep(pause)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise _busy(path, timeout) from None
+            pause = min(pause * 2, 0.02)
+
+
+def _busy(path: str, timeout: float) -> StoreBusy:
+    return StoreBusy(
+        f"the store stayed locked for {timeout:.0f}s ({path}); "
+        "another agent-host process is holding it"
+    )
