@@ -182,3 +182,59 @@ async def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path):
     assert await store.head("s1") == 0
     assert await store.truncations("s1") == []
     assert not root.exists()
+
+
+def test_a_lock_held_elsewhere_times_out_with_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    from agent_host.session import StoreBusy
+    from agent_host.session.store import locking
+
+    path = str(tmp_path / "s.lock")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys, time
+                from agent_host.session.store import locking
+                with locking.hold({path!r}):
+                    print("held", flush=True)
+                    sys.stdin.read()
+                """
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreBusy, match="another agent-host process"):
+            with locking.hold(path, timeout=0.2):
+                pass
+    finally:
+        holder.communicate("", timeout=10)
+    with locking.hold(path, timeout=1):  # released when its holder exits
+        pass
+
+
+async def test_lines_written_during_an_index_rewrite_are_rechecked(root):
+    store = FileCheckpointer(root)
+    await store.append("early", [UserPrompt(text="before the rewrite")])
+    index = file_index.SessionIndex(root)
+    racing = file_index.SessionIndex(root)
+
+    def records() -> bytes:
+        # Another writer records a session while the rewrite is being built.
+        racing.record("late", store._states["early"].summary)
+        return file_index.info_line(store._states["early"].summary.info("early"))
+
+    index.rebuild(records)
+    sessions, pending, _ = index.load()
+    assert "late" in pending
+    # list() settles it from the logs: "late" has no log, "early" is intact.
+    assert [i.id for i in await FileCheckpointer(root).list()] == ["early"]
