@@ -62,3 +62,30 @@ class BlobNotFound(AgentHostError, LookupError):
 
 class UnsupportedStore(AgentHostError, ValueError):
     """A store URL whose scheme no backend understands."""
+
+
+class ModelError(AgentHostError):
+    """The model provider failed: bad credentials, unknown model, outage, timeout.
+
+    The message says what to fix and never contains a credential.
+    """
+
+
+class TurnInProgress(AgentHostError):
+    """A turn is already running in this session; one turn at a time."""
+
+
+class CapabilityUnsupported(AgentHostError):
+    """The host was configured without what this call needs (e.g. ``sessions=False``)."""
+
+
+class PathOutsideWorkspace(AgentHostError, ValueError):
+    """A path that resolves outside the workspace roots (symlinks followed)."""
+
+
+class ToolError(AgentHostError):
+    """A tool could not do what was asked; the message goes back to the model."""
+
+
+class PermissionDenied(AgentHostError):
+    """The user (or the approval policy) refused a tool call."""

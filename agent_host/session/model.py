@@ -1,0 +1,77 @@
+"""What the engine and a model provider say to each other.
+
+The engine sends a :class:`ModelRequest` (OpenAI chat-format messages and the tool
+specs) and reads a stream of :data:`ModelEvent`: text deltas, complete tool calls,
+usage, and one :class:`Finish`. Every provider -- OpenAI-compatible, Anthropic,
+scripted -- speaks this, so the agent loop knows none of their wire formats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol
+
+import attrs
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+
+
+@attrs.define
+class ToolSpec:
+    """A tool as the model sees it: ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@attrs.define
+class ModelRequest:
+    messages: list[dict[str, Any]]
+    """OpenAI chat format; a system message, if any, comes first."""
+    tools: list[ToolSpec] = attrs.field(factory=list)
+    step: int = 0
+    """How many assistant messages the session's log already holds (scripted
+    providers pick their step by it, so replays survive restarts and restores)."""
+    purpose: Literal["turn", "compaction"] = "turn"
+    max_output_tokens: int | None = None
+
+
+@attrs.define
+class TextDelta:
+    text: str
+
+
+@attrs.define
+class ToolCallRequest:
+    """A complete tool call, emitted once its arguments have fully streamed."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@attrs.define
+class UsageReport:
+    input_tokens: int
+    output_tokens: int
+
+
+@attrs.define
+class Finish:
+    stop_reason: StopReason
+
+
+ModelEvent = TextDelta | ToolCallRequest | UsageReport | Finish
+
+
+class ModelProvider(Protocol):
+    model: str
+    """The full name, ``provider/model`` (e.g. ``openai/gpt-4.1-mini``)."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one model call. Raises :class:`~agent_host.session.errors.ModelError`
+        (after retries) when the call cannot be made or fails."""
+        ...
+
+    async def close(self) -> None: ...
