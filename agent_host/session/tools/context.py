@@ -1,0 +1,34 @@
+"""What a tool is given to act through, and what it gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import attrs
+
+from ..workspace import Workspace
+
+
+@attrs.define
+class ToolContext:
+    workspace: Workspace
+    change_file: Callable[[str, bytes | None], Awaitable[None]]
+    """Change one file: ``(path, new content)``, ``None`` to delete it.
+
+    The engine's implementation stores the before and after content as blobs and
+    appends a FileSnapshot event *before* it writes through the workspace, so a
+    crash mid-write still leaves the change in the log. Tools pass the
+    workspace's display path (:meth:`Workspace.relative`), so one file always
+    has one name in events however the model spelled it.
+    """
+
+
+@attrs.define
+class ToolOutcome:
+    output: str
+    is_error: bool = False
+
+
+def display_path(ctx: ToolContext, path: str) -> str:
+    """The name events and output use for ``path``; PathOutsideWorkspace if outside."""
+    return ctx.workspace.relative(ctx.workspace.resolve(path))

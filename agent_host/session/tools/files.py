@@ -1,0 +1,193 @@
+"""read_file, write_file, edit_file, delete_file.
+
+Reads go through the workspace; every change goes through ``ctx.change_file`` so
+it is in the session log before it is on disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ToolError
+from .context import ToolContext, display_path
+from .specs import READ_DEFAULT_LINES, READ_MAX_CHARS, READ_MAX_LINE_CHARS
+
+# Undecodable bytes become lone surrogates and back, so an edit to a file that is not
+# quite UTF-8 (a stray Latin-1 byte) changes only the text it was asked to change.
+_LOSSLESS = "surrogateescape"
+_SNIPPET_CONTEXT = 3
+_SNIPPET_MAX_LINES = 40
+
+
+def is_binary(data: bytes) -> bool:
+    # What git and grep go by: a NUL byte near the start.
+    return b"\x00" in data[:8192]
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors number them: only \\n ends a line, a final \\n adds none."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def numbered(number: int, line: str, max_chars: int = READ_MAX_LINE_CHARS) -> str:
+    if len(line) > max_chars:
+        line = f"{line[:max_chars]}... [line cut: {len(line) - max_chars:,} more characters]"
+    return f"{number:6}\t{line}"
+
+
+async def _read_existing(ctx: ToolContext, path: str, shown: str, doing: str) -> bytes:
+    data = await ctx.workspace.read_bytes(path)
+    if data is None:
+        create = " (or write_file to create it)" if doing == "edit" else ""
+        raise ToolError(
+            f"{shown} does not exist, so there is nothing to {doing}; "
+            f"use list_files to find the right path{create}"
+        )
+    return data
+
+
+def _encode(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8", _LOSSLESS)
+    except UnicodeEncodeError as e:
+        raise ToolError(
+            f"{what} is not valid Unicode (a lone surrogate at position {e.start}); "
+            "remove it and try again"
+        ) from None
+
+
+async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path = args["path"]
+    offset: int = args.get("offset", 1)
+    limit: int = args.get("limit", READ_DEFAULT_LINES)
+    shown = display_path(ctx, path)
+    data = await _read_existing(ctx, path, shown, "read")
+    if is_binary(data):
+        return f"{shown} is a binary file ({len(data):,} bytes); its content is not shown."
+    if not data:
+        return f"{shown} is empty (0 bytes)."
+    notes = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        notes.append("[the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
+    lines = split_lines(text)
+    if offset > len(lines):
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {len(lines)} lines")
+    rows: list[str] = []
+    size = 0
+    last = min(len(lines), offset - 1 + limit)
+    for number in range(offset, last + 1):
+        row = numbered(number, lines[number - 1])
+        if rows and size + len(row) > READ_MAX_CHARS:
+            last = number - 1
+            break
+        rows.append(row)
+        size += len(row) + 1
+    if last < len(lines):
+        notes.append(
+            f"[showing lines {offset}-{last} of {len(lines)}; read on with offset={last + 1}]"
+        )
+    return "\n".join(rows + ([""] + notes if notes else []))
+
+
+async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path, content = args["path"], args["content"]
+    shown = display_path(ctx, path)
+    data = _encode(content, "content")
+    before = await ctx.workspace.read_bytes(path)
+    if before == data:
+        return f"{shown} already has exactly this content; nothing changed."
+    await ctx.change_file(shown, data)
+    verb = "Created" if before is None else "Wrote"
+    return f"{verb} {shown} ({len(data):,} bytes, {len(split_lines(content))} lines)."
+
+
+async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path, old, new = args["path"], args["old_string"], args["new_string"]
+    replace_all: bool = args.get("replace_all", False)
+    if old == "":
+        raise ToolError(
+            "old_string is empty; give the exact text to replace (to create a file or "
+            "replace all of it, use write_file)"
+        )
+    if old == new:
+        raise ToolError("old_string and new_string are the same, so the edit would change nothing")
+    shown = display_path(ctx, path)
+    data = await _read_existing(ctx, path, shown, "edit")
+    if is_binary(data):
+        raise ToolError(f"{shown} is a binary file; edit_file only edits text files")
+    text = data.decode("utf-8", _LOSSLESS)
+    old, new, count = _locate(text, old, new)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {shown}. It must match the file exactly, "
+            "including whitespace and indentation, and must not include read_file's line "
+            "numbers; read the file again to see its current content."
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}; include more of the surrounding "
+            "lines so it matches exactly one place, or set replace_all to true to replace "
+            "every occurrence."
+        )
+    if replace_all:
+        replaced = text.count(old)
+        new_text = text.replace(old, new)
+    else:
+        replaced = 1
+        new_text = text.replace(old, new, 1)
+    await ctx.change_file(shown, _encode(new_text, "new_string"))
+    summary = f"Edited {shown}: replaced {replaced} occurrence{'s' if replaced > 1 else ''}."
+    if replaced > 1:
+        return summary
+    return f"{summary}\n{_snippet(new_text, text.index(old), new)}"
+
+
+def _locate(text: str, old: str, new: str) -> tuple[str, str, int]:
+    """The strings to replace with, and how many places ``old`` matches.
+
+    Overlapping matches count: in "aaa", "aa" could mean either place, so it is
+    ambiguous even though str.count finds it once. A file with CRLF line ends is
+    matched with the model's \\n turned into \\r\\n, keeping the file's line ends.
+    """
+    count = _count_overlapping(text, old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
+        crlf_old, crlf_new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        crlf_count = _count_overlapping(text, crlf_old)
+        if crlf_count:
+            return crlf_old, crlf_new, crlf_count
+    return old, new, count
+
+
+def _count_overlapping(text: str, sub: str) -> int:
+    count, at = 0, text.find(sub)
+    while at >= 0:
+        count += 1
+        at = text.find(sub, at + 1)
+    return count
+
+
+def _snippet(text: str, start: int, inserted: str) -> str:
+    """The edited lines with a little context, numbered as read_file shows them."""
+    first = text.count("\n", 0, start) + 1
+    last = first + inserted.count("\n")
+    lines = split_lines(text)
+    lo = max(1, first - _SNIPPET_CONTEXT)
+    hi = min(len(lines), last + _SNIPPET_CONTEXT, lo + _SNIPPET_MAX_LINES - 1)
+    if hi < lo:
+        return "(the file is now empty)"
+    rows = [numbered(n, lines[n - 1]) for n in range(lo, hi + 1)]
+    return f"Lines {lo}-{hi} now read:\n" + "\n".join(rows)
+
+
+async def delete_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path = args["path"]
+    shown = display_path(ctx, path)
+    await _read_existing(ctx, path, shown, "delete")
+    await ctx.change_file(shown, None)
+    return f"Deleted {shown}."

@@ -1,0 +1,123 @@
+"""list_files and grep: finding files and text without leaving the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from ..errors import PathOutsideWorkspace, ToolError
+from .context import ToolContext
+from .files import is_binary, split_lines
+from .specs import GREP_MAX_FILES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, LIST_LIMIT
+
+_GLOB_CHARS = frozenset("*?[{\\")
+
+
+def _has_glob(pattern: str) -> bool:
+    return any(c in _GLOB_CHARS for c in pattern)
+
+
+def _glob_escape(path: str) -> str:
+    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in path)
+
+
+async def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
+    pattern: str | None = args.get("pattern")
+    if pattern is not None and not pattern.strip():
+        pattern = None
+    if pattern is not None and not _has_glob(pattern):
+        # A plain directory name means "what is in it", which is what models mean by it.
+        real = ctx.workspace.resolve(pattern)
+        if real.is_dir():
+            pattern = _under(ctx.workspace.relative(real), None)
+    files = await ctx.workspace.list_files(pattern, limit=LIST_LIMIT + 1)
+    if not files:
+        if pattern is None:
+            return "The workspace has no files (or all are excluded by .gitignore)."
+        return f"No files match {args.get('pattern')!r}."
+    lines = files[:LIST_LIMIT]
+    if len(files) > LIST_LIMIT:
+        lines.append(
+            f"\n[only the first {LIST_LIMIT} paths are shown; use a narrower pattern "
+            "to see the rest]"
+        )
+    return "\n".join(lines)
+
+
+def _under(directory: str, glob: str | None) -> str | None:
+    """A glob for ``glob`` below ``directory`` (a display path), or everything in it."""
+    if directory == ".":
+        return glob
+    prefix = _glob_escape(directory) + "/"
+    if glob is None:
+        return prefix
+    glob = glob.strip()
+    while glob.startswith("./"):
+        glob = glob[2:]
+    # As in list_files: a glob without '/' matches names at any depth.
+    return prefix + glob.lstrip("/") if "/" in glob else prefix + "**/" + glob
+
+
+async def grep(ctx: ToolContext, args: dict[str, Any]) -> str:
+    pattern: str = args["pattern"]
+    path: str | None = args.get("path")
+    glob: str | None = args.get("glob") or None
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise ToolError(
+            f"invalid regular expression {pattern!r}: {e}; it uses Python `re` syntax "
+            "(escape literal characters like ( [ . * + ? with a backslash)"
+        ) from None
+    where = ""
+    if path is None or path in ("", "."):
+        files = await ctx.workspace.list_files(glob, limit=GREP_MAX_FILES + 1)
+    else:
+        real = ctx.workspace.resolve(path)
+        shown = ctx.workspace.relative(real)
+        where = f" in {shown}"
+        if real.is_file():
+            files = [shown]
+        elif real.is_dir():
+            files = await ctx.workspace.list_files(_under(shown, glob), limit=GREP_MAX_FILES + 1)
+        else:
+            raise ToolError(f"{shown} does not exist; use list_files to find the right path")
+    notes = []
+    if len(files) > GREP_MAX_FILES:
+        files = files[:GREP_MAX_FILES]
+        notes.append(f"[searched only the first {GREP_MAX_FILES:,} files; narrow path or glob]")
+    matches: list[str] = []
+    for name in files:
+        try:
+            data = await ctx.workspace.read_bytes(name)
+        except (ToolError, PathOutsideWorkspace, OSError):
+            continue  # vanished, unreadable or not a regular file: not worth failing over
+        if not data or is_binary(data):
+            continue
+        room = GREP_MAX_MATCHES + 1 - len(matches)
+        # In a thread: a pathological regex must not stall the event loop.
+        matches += await asyncio.to_thread(_grep_text, regex, name, data, room)
+        if len(matches) > GREP_MAX_MATCHES:
+            matches = matches[:GREP_MAX_MATCHES]
+            notes.append(
+                f"[stopped after {GREP_MAX_MATCHES} matching lines; narrow the pattern, "
+                "path or glob]"
+            )
+            break
+    if not matches:
+        scope = f" (glob {glob!r})" if glob else ""
+        return f"No matches for {pattern!r}{where}{scope}." + ("\n" + notes[0] if notes else "")
+    return "\n".join(matches + ([""] + notes if notes else []))
+
+
+def _grep_text(regex: re.Pattern[str], name: str, data: bytes, room: int) -> list[str]:
+    found = []
+    for number, line in enumerate(split_lines(data.decode("utf-8", errors="replace")), 1):
+        if regex.search(line):
+            if len(line) > GREP_MAX_LINE_CHARS:
+                line = line[:GREP_MAX_LINE_CHARS] + " [...]"
+            found.append(f"{name}:{number}:{line}")
+            if len(found) >= room:
+                break
+    return found
