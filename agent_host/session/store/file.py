@@ -209,7 +209,7 @@ class FileCheckpointer:
                 return head
             ts = time.time()
             payloads = [ev.encode(e, head + n, ts) for n, e in enumerate(events, 1)]
-            lines = [framing.frame(p) for p in payloads]
+            lines = framing.frame_batch(payloads)
             self._index.pending(session_id)
             _write_all(fd, b"".join(lines), state.size)
             if state.size == 0:
@@ -266,23 +266,43 @@ class FileCheckpointer:
                     f"it must be between 0 and the head, {head}"
                 )
             cut = state.offsets[seq] if seq < head else state.size
-            where = str(self._log_path(session_id))
-            removed = framing.scan(
-                os.pread(fd, state.size - cut, cut), partial(_decode_event, where), where
-            ).records
+            everything = self._read_events(fd, session_id, 0, state.size)
+            kept, removed = everything[:seq], everything[seq:]
             stash = self._read_stash(session_id)
             truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
             self._index.pending(session_id)
             # The removed events are durable in the stash before they leave the log.
             self._write_stash(session_id, truncation)
-            os.ftruncate(fd, cut)
-            os.fsync(fd)
-            del state.offsets[seq:]
-            state.size = cut
-            state.summary = summarize(self._read_events(fd, session_id, 0, cut))
-            state.mark = os.pread(fd, _MARK, state.offsets[-1]) if state.offsets else b""
-            self._index.record(session_id, state.summary)
+            if seq and not framing.commits(os.pread(fd, framing.FLAG_END, state.offsets[seq - 1])):
+                self._cut_inside_append(session_id, fd, state.offsets[seq - 1], cut)
+                self._states.pop(session_id, None)
+            else:
+                os.ftruncate(fd, cut)
+                os.fsync(fd)
+                del state.offsets[seq:]
+                state.size = cut
+                state.summary = summarize(kept)
+                state.mark = os.pread(fd, _MARK, state.offsets[-1]) if state.offsets else b""
+            self._index.record(session_id, summarize(kept))
             return truncation
+
+    def _cut_inside_append(self, session_id: str, fd: int, last: int, cut: int) -> None:
+        """Keep the log up to ``cut``, which falls inside an append.
+
+        The kept part's last line is re-framed to commit it. That changes a line
+        in place, so the log is rewritten to a new file and renamed over: a crash
+        leaves the old log or the new one, never a mix.
+        """
+        log = self._log_path(session_id)
+        data = os.pread(fd, last, 0) + framing.as_last_of_batch(os.pread(fd, cut - last, last))
+        tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            _write_all(out, data, None)
+        finally:
+            os.close(out)
+        os.replace(tmp, log)
+        _fsync_dir(log.parent)
 
     def _truncations(self, session_id: str) -> list[Truncation]:
         with self._locked(session_id) as fd:
@@ -320,7 +340,7 @@ class FileCheckpointer:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             created = os.fstat(fd).st_size == 0
-            _write_all(fd, framing.frame(payload), None)
+            _write_all(fd, framing.frame_batch([payload])[0], None)
         finally:
             os.close(fd)
         if created:

@@ -1,8 +1,12 @@
-"""Checksummed JSON lines: how the file store frames each record on disk.
+"""Checksummed JSON lines, grouped in batches: how the file store frames records.
 
-A record is one line ``{"crc":"<crc32 of payload, 8 hex>","event":<payload>}\\n``:
-still JSON Lines (``jq`` reads it), and a line cut short or scribbled over by a
-crash is told apart from a whole one without trusting the JSON parser to notice.
+A record is one line ``{"batch":"<f>","crc":"<8 hex>","event":<payload>}\\n``: still
+JSON Lines (``jq`` reads it). The flag ``f`` places the line in the append it came
+from: ``1`` a one-line append, ``s`` the first line of several, ``m`` a middle one,
+``e`` the last. The checksum is the crc32 of the payload, started from the flag
+byte, so both are covered. An append is *committed* once its last line is whole:
+after a crash, lines of an append whose last line never made it are cut as a
+unit, so an append is all or nothing on disk as well as in the API.
 """
 
 from __future__ import annotations
@@ -17,43 +21,45 @@ import orjson
 
 from ..errors import CorruptLogError
 
-_HEAD = b'{"crc":"'
-_MID = b'","event":'
-_CRC_AT = len(_HEAD)
-_PAYLOAD_AT = len(_HEAD) + 8 + len(_MID)
-_TAIL = b"}"
+_HEAD = b'{"batch":"'
+_FLAG_AT = len(_HEAD)
+_PAYLOAD_AT = _FLAG_AT + len(b'1","crc":"') + 8 + len(b'","event":')
+_COMMIT = frozenset(b"1e")
+_START = frozenset(b"1s")
+_FLAGS = frozenset(b"1sme")
 
 T = TypeVar("T")
 
 
-def frame(payload: bytes) -> bytes:
-    return b"%s%08x%s%s}\n" % (_HEAD, zlib.crc32(payload), _MID, payload)
+def frame_batch(payloads: list[bytes]) -> list[bytes]:
+    """The lines of one append, flagged so a partial write of them is detectable."""
+    if len(payloads) == 1:
+        return [_frame(payloads[0], ord("1"))]
+    flags = [ord("s")] + [ord("m")] * (len(payloads) - 2) + [ord("e")]
+    return [_frame(p, f) for p, f in zip(payloads, flags, strict=True)]
 
 
-def payload_of(line: bytes) -> memoryview | None:
-    """The payload of one line (without its newline), or None if it is not whole."""
-    if (
-        len(line) <= _PAYLOAD_AT
-        or not line.startswith(_HEAD)
-        or line[_PAYLOAD_AT - len(_MID) : _PAYLOAD_AT] != _MID
-        or not line.endswith(_TAIL)
-    ):
-        return None
-    payload = memoryview(line)[_PAYLOAD_AT:-1]
-    try:
-        crc = int(line[len(_HEAD) : len(_HEAD) + 8], 16)
-    except ValueError:
-        return None
-    return payload if zlib.crc32(payload) == crc else None
+def _frame(payload: bytes, flag: int) -> bytes:
+    crc = zlib.crc32(payload, flag)
+    return b'{"batch":"%c","crc":"%08x","event":%s}\n' % (flag, crc, payload)
+
+
+def _whole(line: bytes) -> bool:
+    """Whether ``line`` (without its newline) is a record exactly as written."""
+    if len(line) <= _PAYLOAD_AT or line[_FLAG_AT] not in _FLAGS or line[-1] != 0x7D:
+        return False
+    flag = line[_FLAG_AT]
+    crc = zlib.crc32(memoryview(line)[_PAYLOAD_AT:-1], flag)
+    return line[:_PAYLOAD_AT] == b'{"batch":"%c","crc":"%08x","event":' % (flag, crc)
 
 
 @attrs.define
 class Scan:
-    """Records read from a run of bytes, and where the whole ones end.
+    """Records read from a run of bytes, and where the committed ones end.
 
     ``offsets[i]`` is where record ``i`` starts (relative to the scan's start);
-    ``end`` is where the last whole record ends; ``torn`` is set when bytes after
-    ``end`` are not a whole record (a crash mid-write left them).
+    ``end`` is where the last committed append ends; ``torn`` is set when bytes
+    follow ``end`` (an append a crash left unfinished).
     """
 
     records: list
@@ -63,57 +69,73 @@ class Scan:
 
 
 def scan(data: bytes, decode: Callable[[list[Any]], list[T]], where: str) -> Scan:
-    """Decode every whole record in ``data`` (``decode`` maps parsed payloads to records).
+    """Decode the committed records in ``data`` (``decode`` maps parsed payloads).
 
-    Damage followed by a whole record is not a torn tail but corruption of
-    acknowledged data, so it raises :class:`CorruptLogError` instead of cutting.
+    Damage in the last append is a torn tail; damage followed by a later append
+    is corruption of acknowledged data and raises :class:`CorruptLogError`.
     """
     lines = data.split(b"\n")
     # The piece after the last newline is empty when the data ends cleanly.
     tail = lines.pop()
     if not lines:
         return Scan([], [], 0, bool(tail))
-    # The common case, a log with no damage, in a few C-level passes: checksum
-    # every line, then parse all of them with one call.
-    try:
-        whole = all(
-            line[_CRC_AT:_PAYLOAD_AT] == b"%08x%s" % (zlib.crc32(line[_PAYLOAD_AT:-1]), _MID)
-            for line in lines
-        )
-    except TypeError:
-        whole = False
-    if whole:
+    # The common case, an undamaged log, in a few C-level passes: check every
+    # line, then parse them all with one call.
+    if lines[-1][_FLAG_AT : _FLAG_AT + 1] in (b"1", b"e") and all(map(_whole, lines)):
         try:
             parsed = orjson.loads(b"[" + b",".join(lines) + b"]")
         except orjson.JSONDecodeError:
-            whole = False
-    if not whole:
-        return _scan_line_by_line(lines, tail, decode, where)
-    offsets = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-    records = decode([record["event"] for record in parsed])
-    return Scan(records, offsets, offsets[-1] + len(lines[-1]) + 1, bool(tail))
+            parsed = None
+        if parsed is not None:
+            offsets = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+            records = decode([record["event"] for record in parsed])
+            return Scan(records, offsets, offsets[-1] + len(lines[-1]) + 1, bool(tail))
+    return _scan_line_by_line(lines, tail, decode, where)
 
 
 def _scan_line_by_line(
     lines: list[bytes], tail: bytes, decode: Callable[[list[Any]], list[T]], where: str
 ) -> Scan:
-    records: list = []
+    payloads: list[Any] = []
     offsets: list[int] = []
+    committed = 0  # records in committed appends
+    end = 0  # where the last committed append ends
     pos = 0
     for number, line in enumerate(lines):
-        payload = payload_of(line)
-        if payload is None:
-            if any(payload_of(later) is not None for later in lines[number + 1 :]):
+        if not _whole(line):
+            if any(_whole(later) and later[_FLAG_AT] in _START for later in lines[number + 1 :]):
                 raise CorruptLogError(
-                    f"{where}: record {number + 1} (byte {pos}) is damaged and whole "
-                    "records follow it; the file was changed by something other than "
+                    f"{where}: record {number + 1} (byte {pos}) is damaged and later "
+                    "appends follow it; the file was changed by something other than "
                     "agent-host. Restore it from a backup or move it aside."
                 )
-            return Scan(records, offsets, pos, True)
-        offsets.append(pos)
+            break
         try:
-            records.extend(decode([orjson.loads(payload)]))
+            payloads.append(orjson.loads(memoryview(line)[_PAYLOAD_AT:-1]))
         except orjson.JSONDecodeError as exc:
             raise CorruptLogError(f"{where}: record {number + 1} is not JSON: {exc}") from exc
+        offsets.append(pos)
         pos += len(line) + 1
-    return Scan(records, offsets, pos, bool(tail))
+        if line[_FLAG_AT] in _COMMIT:
+            committed, end = len(payloads), pos
+    whole_size = sum(len(line) + 1 for line in lines) + len(tail)
+    return Scan(decode(payloads[:committed]), offsets[:committed], end, end < whole_size)
+
+
+def as_last_of_batch(line: bytes) -> bytes:
+    """``line`` (with its newline) re-framed as the last line of its append.
+
+    Truncating inside an append keeps its first lines; their last one must then
+    commit them, or the next open would cut them as a torn tail.
+    """
+    flag = line[_FLAG_AT]
+    closing = {ord("s"): ord("1"), ord("m"): ord("e")}.get(flag, flag)
+    return _frame(line[_PAYLOAD_AT:-2], closing)
+
+
+def commits(line_start: bytes) -> bool:
+    """Whether the line beginning with ``line_start`` ends an append."""
+    return len(line_start) > _FLAG_AT and line_start[_FLAG_AT] in _COMMIT
+
+
+FLAG_END = _FLAG_AT + 1

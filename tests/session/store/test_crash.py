@@ -323,14 +323,6 @@ async def test_file_torn_tail_is_cut_aside_and_log_stays_writable(file_backend, 
     assert len(list(torn_dir.iterdir())) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="file store bug: a torn tail is cut back to the last whole *event*, not the "
-    "last whole *batch*, so a crash that persisted only the first line(s) of a "
-    "multi-event append leaves a partial batch in the log (file.py _sync/_cut_torn_tail; "
-    "the framing has no batch boundary)",
-)
 async def test_file_torn_batch_is_cut_back_whole(file_backend):
     """A crash can persist part of a multi-event append (a short write, or power loss
     before fdatasync): the next open must drop the whole unacknowledged batch, never

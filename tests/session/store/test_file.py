@@ -46,6 +46,8 @@ async def test_log_is_json_lines_with_a_checksum_per_event(root):
     assert [r["event"]["type"] for r in records] == ["user_prompt", "assistant_message"]
     assert [r["event"]["seq"] for r in records] == [1, 2]
     assert all(len(r["crc"]) == 8 for r in records)
+    # One append of two events: its first and last line.
+    assert [r["batch"] for r in records] == ["s", "e"]
 
 
 async def test_list_reads_the_index_not_the_logs(root, monkeypatch):
@@ -131,7 +133,9 @@ async def test_torn_tail_is_cut_and_kept_aside(root):
     await store.append("s1", [UserPrompt(text="whole"), AssistantMessage(text="also whole")])
     log = root / "sessions" / "s1.jsonl"
     whole = log.read_bytes()
-    half = framing.frame(b'{"type":"user_prompt","seq":3,"ts":1.0,"text":"never acknowledged"}')
+    (half,) = framing.frame_batch(
+        [b'{"type":"user_prompt","seq":3,"ts":1.0,"text":"never acknowledged"}']
+    )
     with open(log, "ab") as f:
         f.write(half[: len(half) // 2])
     reopened = FileCheckpointer(root)
@@ -154,7 +158,7 @@ async def test_damage_before_the_tail_is_reported_not_cut(root):
 
     with pytest.raises(CorruptLogError, match="s1.jsonl") as caught:
         await FileCheckpointer(root).read("s1")
-    assert "record 1" in str(caught.value)
+    assert "record 1" in str(caught.value) and "later appends follow" in str(caught.value)
     assert log.read_bytes() == bytes(data)
 
 
@@ -238,3 +242,20 @@ async def test_lines_written_during_an_index_rewrite_are_rechecked(root):
     assert "late" in pending
     # list() settles it from the logs: "late" has no log, "early" is intact.
     assert [i.id for i in await FileCheckpointer(root).list()] == ["early"]
+
+
+async def test_truncating_inside_an_append_keeps_its_first_events(root):
+    """A cut inside an append re-frames the kept part so it stays committed."""
+    store = FileCheckpointer(root)
+    await store.append(
+        "s1", [UserPrompt(text="a"), AssistantMessage(text="b"), AssistantMessage(text="c")]
+    )
+    inode = (root / "sessions" / "s1.jsonl").stat().st_ino
+    cut = await store.truncate("s1", 2)
+    assert [e.text for e in cut.events] == ["c"]
+    assert (root / "sessions" / "s1.jsonl").stat().st_ino != inode  # replaced whole
+    reopened = FileCheckpointer(root)
+    assert [e.text for e in await reopened.read("s1")] == ["a", "b"]
+    assert not (root / "torn").exists()
+    assert await reopened.append("s1", [UserPrompt(text="d")], expected_head=2) == 3
+    assert [e.text for e in await store.read("s1")] == ["a", "b", "d"]
