@@ -1,0 +1,120 @@
+"""The part of streaming every network provider shares: turning failures into
+ModelErrors, retrying a response that broke before anything was delivered, and
+parsing tool-call arguments.
+
+The SDKs retry the *request* (429, 5xx, connection errors, timeouts) themselves;
+what they cannot retry is a response that breaks after it started. That is safe to
+retry only while none of its events has reached the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ..errors import ModelError
+from ..model import ModelEvent
+from .errors import Endpoint, is_transient, translate
+
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""A tool call whose arguments were not a JSON object arrives as
+``{RAW_ARGUMENTS_KEY: "<the text the model wrote>"}``, so the engine can answer
+it with a tool error the model can correct, instead of the turn dying."""
+
+MAX_RETRY_DELAY = 8.0
+
+
+class StreamInterrupted(Exception):
+    """Raised by a provider's attempt when its response broke after the request
+    succeeded; ``cause`` None means it just ended before the model finished."""
+
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__("the response stream was interrupted")
+        self.cause = cause
+
+
+def guarded(
+    attempt: Callable[[], AsyncIterator[ModelEvent]],
+    endpoint: Endpoint,
+    *,
+    initial_delay: float = 0.5,
+) -> AsyncIterator[ModelEvent]:
+    """Run ``attempt()`` and pass its events on; every failure leaves as ModelError.
+
+    A :class:`StreamInterrupted` before the first event is delivered is retried
+    (up to ``endpoint.max_retries``, exponential backoff with jitter); after it,
+    it becomes :class:`~.errors.ModelStreamBroken`.
+    """
+    return _guarded(attempt, endpoint, initial_delay)
+
+
+async def _guarded(
+    attempt: Callable[[], AsyncIterator[ModelEvent]], endpoint: Endpoint, initial_delay: float
+) -> AsyncIterator[ModelEvent]:
+    retries = 0
+    while True:
+        delivered = False
+        events = attempt()
+        try:
+            while True:
+                failure: ModelError | None = None
+                retry = False
+                try:
+                    event = await anext(events)
+                except StopAsyncIteration:
+                    return
+                except StreamInterrupted as exc:
+                    if not delivered and retries < endpoint.max_retries and is_transient(exc.cause):
+                        retry = True
+                    else:
+                        failure = translate(
+                            exc.cause,
+                            endpoint,
+                            midstream=True,
+                            delivered=delivered,
+                            retries=retries,
+                        )
+                except Exception as exc:
+                    failure = translate(exc, endpoint, delivered=delivered)
+                # Raised here, outside the except blocks, so the ModelError carries no
+                # __context__: the SDK's exception holds the request and its headers.
+                if failure is not None:
+                    raise failure from None
+                if retry:
+                    break
+                delivered = True
+                yield event
+        finally:
+            await events.aclose()
+        retries += 1
+        await asyncio.sleep(backoff(retries, initial_delay))
+
+
+def backoff(retry: int, initial_delay: float) -> float:
+    """Seconds to wait before retry number ``retry`` (1-based): doubling, capped, with
+    up to 25% jitter so many clients don't retry in lockstep."""
+    delay = min(initial_delay * 2 ** (retry - 1), MAX_RETRY_DELAY)
+    return delay * (1 - 0.25 * random.random())
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's arguments from the JSON text the model streamed."""
+    if not raw.strip():
+        return {}  # models send "" for tools without parameters
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (4 characters a token) when the server reports none."""
+    return len(text) // 4
+
+
+def estimate_input_tokens(messages: list[dict[str, Any]]) -> int:
+    return estimate_tokens(json.dumps(messages, ensure_ascii=False, default=str))
