@@ -22,6 +22,11 @@ def to_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
 
     A ``Compaction`` replaces the messages of the events it covers with its summary.
     """
+    return messages_with_seqs(events)[0]
+
+
+def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], list[int]]:
+    """:func:`to_messages`, and for each message the seq of the event that opened it."""
     messages: list[dict[str, Any]] = []
     seqs: list[int] = []  # the seq of the event that opened each message
     open_calls: dict[str, int] = {}  # call id -> index of the message holding it
@@ -69,7 +74,12 @@ def to_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
             messages.insert(at, {"role": "user", "content": summary_text(event.summary)})
             seqs.insert(at, event.first_seq)
     _answer_open_calls(messages, seqs, open_calls)
-    return messages
+    return messages, seqs
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """A provider-independent token estimate: about four bytes of JSON per token."""
+    return len(orjson.dumps(messages)) // 4
 
 
 def summary_text(summary: str) -> str:

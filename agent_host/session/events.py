@@ -108,12 +108,25 @@ class Compaction(Event):
 
 @attrs.define(kw_only=True, slots=True)
 class Restore(Event):
-    """The session was returned to the moment just after ``to_seq``."""
+    """The session was returned to the moment just after ``to_seq``.
+
+    The file snapshots that follow it in the same append record what the restore
+    changed; ``truncation`` is the store's id of the conversation it removed.
+    """
 
     type: ClassVar[str] = "restore"
     to_seq: int
     files: bool = True
     conversation: bool = True
+    truncation: int | None = None
+
+
+@attrs.define(kw_only=True, slots=True)
+class RestoreUndone(Event):
+    """The restore at ``restore_seq`` was undone: files and conversation are back."""
+
+    type: ClassVar[str] = "restore_undone"
+    restore_seq: int
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -142,6 +155,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Usage,
         Compaction,
         Restore,
+        RestoreUndone,
         TurnEnd,
     )
 }

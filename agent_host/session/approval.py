@@ -1,0 +1,85 @@
+"""Who may run which tool: the approval policy and the permission callback.
+
+``auto`` runs everything; ``auto-edit`` asks before commands; ``ask`` asks before
+edits and commands; ``read-only`` refuses both. Reads never ask. A callback that is
+missing, fails or times out is a rejection, never an approval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import attrs
+
+Approval = Literal["ask", "auto-edit", "auto", "read-only"]
+APPROVALS: tuple[Approval, ...] = ("ask", "auto-edit", "auto", "read-only")
+Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+ToolKind = Literal["read", "edit", "command"]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class PermissionRequest:
+    session_id: str
+    tool: str
+    arguments: dict[str, Any]
+    kind: ToolKind
+    diff: str | None = None
+    """A unified diff of the change, for edits."""
+
+
+PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
+
+
+def check_approval(value: str) -> Approval:
+    if value not in APPROVALS:
+        raise ValueError(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+@attrs.define
+class Gate:
+    """The approval policy of one session, with the answers it has remembered."""
+
+    policy: Approval
+    ask: PermissionCallback | None = None
+    timeout: float = 300.0
+    remembered: dict[str, bool] = attrs.field(factory=dict)
+
+    def needs_asking(self, kind: ToolKind) -> bool | None:
+        """True to ask, False to allow, None to refuse outright."""
+        if kind == "read" or self.policy == "auto":
+            return False
+        if self.policy == "read-only":
+            return None
+        return not (self.policy == "auto-edit" and kind == "edit")
+
+    async def allows(self, request: PermissionRequest) -> bool:
+        verdict = self.needs_asking(request.kind)
+        if verdict is None:
+            return False
+        if not verdict:
+            return True
+        if request.tool in self.remembered:
+            return self.remembered[request.tool]
+        if self.ask is None:
+            return False
+        try:
+            decision = await asyncio.wait_for(self.ask(request), self.timeout)
+        except TimeoutError:
+            log.warning(
+                "permission for %s timed out after %ss: rejected", request.tool, self.timeout
+            )
+            return False
+        except Exception:
+            log.exception("permission callback failed for %s: rejected", request.tool)
+            return False
+        if decision == "allow_always":
+            self.remembered[request.tool] = True
+        elif decision == "reject_always":
+            self.remembered[request.tool] = False
+        return decision in ("allow_once", "allow_always")

@@ -1,0 +1,336 @@
+"""AgentHost: the Python API of the engine (the server and the CLI sit on it).
+
+It owns the current session, runs turns one at a time per session, and offers the
+session semantics users know from Claude Code, Codex and the OpenAI Agents SDK:
+resume, list, checkpoints, restore and undo, compaction, and the SDK's
+``get_items / add_items / pop_item / clear_session``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from . import events as ev
+from .approval import Approval, Gate, PermissionCallback, check_approval
+from .checkpoints import Checkpoint, check_checkpoint, checkpoints, files_to_restore, last_restore
+from .compaction import CompactResult, compact_session
+from .conversation import messages_with_seqs, to_messages
+from .errors import CapabilityUnsupported, TurnInProgress
+from .items import items_to_events, limit_messages
+from .model import ModelProvider
+from .providers import open_provider
+from .state import SessionState
+from .store import Checkpointer, SessionInfo, check_session_id, open_store
+from .turn import EventSink, TurnResult, TurnSettings, run_turn
+from .workspace import DiskWorkspace, Workspace
+
+DEFAULT_MODEL = "openai/gpt-4.1-mini"
+
+
+@attrs.define
+class RestoreResult:
+    restored_files: list[str]
+    removed_events: int
+
+
+@attrs.define
+class UndoResult:
+    restored_files: list[str]
+    restored_events: int
+
+
+def new_session_id() -> str:
+    """Sortable by creation time, unique without coordination."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
+
+
+class AgentHost:
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | Checkpointer | None = None,
+        model: str = DEFAULT_MODEL,
+        workdir: str | os.PathLike[str] | None = None,
+        approval: Approval = "auto",
+        *,
+        sessions: bool = True,
+        session_id: str | None = None,
+        workspace: Workspace | None = None,
+        provider: ModelProvider | None = None,
+        permission: PermissionCallback | None = None,
+        on_event: EventSink | None = None,
+        system_prompt: str | None = None,
+        max_turns: int = 50,
+        prices: Mapping[str, Any] | None = None,
+        context_window: int = 128_000,
+        auto_compact: float | None = 0.8,
+    ) -> None:
+        self.persistent = sessions
+        if not sessions:
+            store = "memory:"
+        self._owns_store = not hasattr(store, "append")
+        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
+        self.workspace = workspace or DiskWorkspace([Path(workdir or os.getcwd())])
+        self._provider = provider
+        self.model = provider.model if provider else model
+        self.approval = check_approval(approval)
+        self._permission = permission
+        self._on_event = on_event
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.prices = dict(prices) if prices else None
+        self.context_window = context_window
+        self.auto_compact = auto_compact
+        self._states: dict[str, SessionState] = {}
+        self._gates: dict[str, Gate] = {}
+        self._turns: dict[str, asyncio.Task[TurnResult]] = {}
+        self.session_id = check_session_id(session_id) if session_id else new_session_id()
+        self.cost = 0.0
+        self._loaded_cost = False
+
+    # -- sessions
+
+    async def new_session(self) -> str:
+        """Start a fresh, empty session and make it current; the old one is kept."""
+        self.session_id = new_session_id()
+        self.cost = 0.0
+        self._loaded_cost = True
+        return self.session_id
+
+    async def resume(self, session_id: str) -> SessionState:
+        """Make ``session_id`` current; an unknown id starts empty under that id."""
+        self._require_persistence("resume")
+        state = await self._state(check_session_id(session_id))
+        self.session_id = session_id
+        self.cost = _total_cost(state.events)
+        self._loaded_cost = True
+        return state
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        self._require_persistence("list_sessions")
+        return await self.store.list()
+
+    async def delete_session(self, session_id: str) -> None:
+        self._require_persistence("delete_session")
+        self._refuse_if_running(session_id)
+        await self.store.delete(check_session_id(session_id))
+        self._states.pop(session_id, None)
+
+    async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
+        """The session as the model sees it, in OpenAI chat format."""
+        state = await self._state(session_id or self.session_id)
+        return limit_messages(to_messages(state.events), limit)
+
+    async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
+        return checkpoints((await self._state(session_id or self.session_id)).events)
+
+    # -- turns
+
+    async def send(self, prompt: str, session_id: str | None = None) -> TurnResult:
+        """Run one turn. A second send to a session with a turn running raises TurnInProgress."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        sid = check_session_id(session_id) if session_id else self.session_id
+        self._refuse_if_running(sid)
+        task = asyncio.create_task(self._run(sid, prompt))
+        self._turns[sid] = task
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # Our caller was cancelled: cancel the turn, let it close the log, re-raise.
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            if self._turns.get(sid) is task:
+                del self._turns[sid]
+        if sid == self.session_id:
+            self.cost += result.cost
+        return result
+
+    async def cancel(self, session_id: str | None = None) -> bool:
+        """Cancel the running turn; its send returns with stop_reason "cancelled"."""
+        task = self._turns.get(session_id or self.session_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return True
+
+    async def _run(self, sid: str, prompt: str) -> TurnResult:
+        state = await self._state(sid)
+        if sid == self.session_id and not self._loaded_cost:
+            self.cost = _total_cost(state.events)
+            self._loaded_cost = True
+        limit = int(self.context_window * self.auto_compact) if self.auto_compact else None
+        settings = TurnSettings(
+            provider=self._get_provider(),
+            workspace=self.workspace,
+            gate=self._gate(sid),
+            emit=self._emit,
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            prices=self.prices,
+            compact_at_tokens=limit,
+            compact=lambda: compact_session(state, self._get_provider(), self._emit, None),
+        )
+        return await run_turn(state, prompt, settings)
+
+    # -- restore
+
+    async def restore(
+        self, session_id: str, seq: int, files: bool = True, conversation: bool = True
+    ) -> RestoreResult:
+        """Return to the moment just before the prompt at ``seq`` (undoable)."""
+        if not (files or conversation):
+            raise ValueError("restore needs files, conversation or both")
+        self._refuse_if_running(session_id)
+        state = await self._state(session_id)
+        await state.refresh()
+        check_checkpoint(state.events, session_id, seq)
+        changes = []
+        for path, snapshot in files_to_restore(state.events, seq).items() if files else ():
+            current = await self.workspace.read_bytes(path)
+            current_id = None if current is None else await self.store.blobs.put(current)
+            if current_id != snapshot.before:
+                changes.append(ev.FileSnapshot(path=path, before=current_id, after=snapshot.before))
+        removed = state.head - (seq - 1) if conversation else 0
+        truncation = await state.truncate(seq - 1) if conversation else None
+        record = ev.Restore(
+            to_seq=seq - 1, files=files, conversation=conversation, truncation=truncation
+        )
+        await state.append([record, *changes])
+        await self._apply(changes)
+        return RestoreResult([c.path for c in changes], removed)
+
+    async def undo_restore(self, session_id: str | None = None) -> UndoResult:
+        """Undo the last restore: files and conversation as they were before it."""
+        sid = session_id or self.session_id
+        self._refuse_if_running(sid)
+        state = await self._state(sid)
+        await state.refresh()
+        restore, made = last_restore(state.events)
+        back: list[ev.Event] = []
+        if restore.conversation and restore.truncation is not None:
+            cut = next(t for t in await self.store.truncations(sid) if t.id == restore.truncation)
+            back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
+        changes = []
+        for change in made:
+            current = await self.workspace.read_bytes(change.path)
+            current_id = None if current is None else await self.store.blobs.put(current)
+            changes.append(
+                ev.FileSnapshot(path=change.path, before=current_id, after=change.before)
+            )
+        await state.truncate(restore.seq - 1)
+        await state.append([*back, ev.RestoreUndone(restore_seq=restore.seq), *changes])
+        await self._apply(changes)
+        return UndoResult([c.path for c in changes], len(back))
+
+    async def _apply(self, changes: list[ev.FileSnapshot]) -> None:
+        for change in changes:
+            if change.after is None:
+                await self.workspace.delete(change.path)
+            else:
+                await self.workspace.write_bytes(
+                    change.path, await self.store.blobs.get(change.after)
+                )
+
+    # -- compaction
+
+    async def compact(
+        self, instructions: str | None = None, session_id: str | None = None
+    ) -> CompactResult:
+        """Summarise the older part of the conversation; atomic if the model fails."""
+        sid = session_id or self.session_id
+        self._refuse_if_running(sid)
+        state = await self._state(sid)
+        await state.refresh()
+        return await compact_session(state, self._get_provider(), self._emit, instructions)
+
+    # -- the OpenAI Agents SDK's Session protocol, on the current session
+
+    async def get_items(self, limit: int | None = None) -> list[dict]:
+        return await self.history(self.session_id, limit)
+
+    async def add_items(self, items: list[dict]) -> None:
+        state = await self._state(self.session_id)
+        await state.append(items_to_events(items))
+
+    async def pop_item(self) -> dict | None:
+        state = await self._state(self.session_id)
+        self._refuse_if_running(self.session_id)
+        await state.refresh()
+        messages, seqs = messages_with_seqs(state.events)
+        if not messages:
+            return None
+        await state.truncate(seqs[-1] - 1)
+        return messages[-1]
+
+    async def clear_session(self) -> None:
+        """Empty the current session (its events stay retrievable in the store)."""
+        state = await self._state(self.session_id)
+        self._refuse_if_running(self.session_id)
+        await state.refresh()
+        if state.head:
+            await state.truncate(0)
+
+    async def close(self) -> None:
+        """Cancel running turns (each closes its log), then release the model and store."""
+        for task in list(self._turns.values()):
+            task.cancel()
+        await asyncio.gather(*self._turns.values(), return_exceptions=True)
+        if self._provider is not None:
+            await self._provider.close()
+        if self._owns_store:
+            await self.store.close()
+
+    # -- internals
+
+    async def _state(self, session_id: str) -> SessionState:
+        state = self._states.get(session_id)
+        if state is None:
+            state = SessionState(self.store, check_session_id(session_id))
+            await state.refresh()
+            self._states[session_id] = state
+        return state
+
+    def _gate(self, session_id: str) -> Gate:
+        gate = self._gates.get(session_id)
+        if gate is None:
+            gate = self._gates[session_id] = Gate(self.approval, self._permission)
+        return gate
+
+    def _get_provider(self) -> ModelProvider:
+        if self._provider is None:
+            self._provider = open_provider(self.model)
+        return self._provider
+
+    async def _emit(self, session_id: str, item: object) -> None:
+        if self._on_event is not None:
+            maybe = self._on_event(session_id, item)
+            if maybe is not None:
+                await maybe
+
+    def _refuse_if_running(self, session_id: str) -> None:
+        task = self._turns.get(session_id)
+        if task is not None and not task.done():
+            raise TurnInProgress(
+                f"a turn is running in session {session_id!r}; wait for it or cancel it first"
+            )
+
+    def _require_persistence(self, what: str) -> None:
+        if not self.persistent:
+            raise CapabilityUnsupported(
+                f"{what} needs stored sessions, but this host was created with sessions=False"
+            )
+
+
+def _total_cost(events: list[ev.Event]) -> float:
+    return sum(e.cost for e in events if type(e) is ev.Usage)

@@ -1,0 +1,84 @@
+"""One session as the engine holds it: the store's log plus an in-memory copy.
+
+Every append names the head it expects, so a second writer (another editor window,
+another process) turns into a clean CheckpointConflictError, never a fork; before
+a turn the copy is refreshed from the store, so a session that moved on elsewhere
+is reloaded first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+import attrs
+
+from . import events as ev
+from .store import Checkpointer
+
+T = TypeVar("T")
+
+
+@attrs.define
+class SessionState:
+    store: Checkpointer
+    id: str
+    events: list[ev.Event] = attrs.field(factory=list)
+
+    @property
+    def head(self) -> int:
+        return self.events[-1].seq if self.events else 0
+
+    @property
+    def assistant_messages(self) -> int:
+        return sum(1 for e in self.events if type(e) is ev.AssistantMessage)
+
+    async def refresh(self) -> None:
+        """Pick up whatever other writers appended (or cut) since we last looked."""
+        if self.events:
+            # Our last event still in place means the log only grew since.
+            newer = await self.store.read(self.id, since_seq=self.head - 1)
+            if newer and newer[0] == self.events[-1]:
+                self.events.extend(newer[1:])
+                return
+        self.events = await self.store.read(self.id)
+
+    async def append(self, events: Sequence[ev.Event]) -> int:
+        """Append at the head we know; the new head. A cancel cannot split it:
+        a write once started is finished and accounted for before the cancel lands."""
+        return await finish_even_if_cancelled(self._append(list(events)))
+
+    async def _append(self, events: list[ev.Event]) -> int:
+        known = self.head
+        head = await self.store.append(self.id, events, expected_head=known)
+        # Read back what the store recorded (its seqs and timestamps).
+        self.events.extend(await self.store.read(self.id, since_seq=known))
+        return head
+
+    async def truncate(self, seq: int) -> int:
+        """Cut the log back to ``seq``; the truncation id (its events stay retrievable)."""
+
+        async def cut() -> int:
+            truncation = await self.store.truncate(self.id, seq, expected_head=self.head)
+            del self.events[seq:]
+            return truncation.id
+
+        return await finish_even_if_cancelled(cut())
+
+
+async def finish_even_if_cancelled(work: Awaitable[T]) -> T:
+    """Run ``work`` to the end even if the caller is cancelled meanwhile; then re-raise."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return result

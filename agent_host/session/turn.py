@@ -1,0 +1,278 @@
+"""One turn: the user's prompt, then model -> tool calls -> results until the model stops.
+
+Each event is appended as it happens, so a crash loses at most the one being
+written. Whatever ends the turn -- the model stopping, a cancel, a model error,
+the turn limit -- every tool call in the log gets a result and a TurnEnd closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+
+from . import events as ev
+from .approval import Gate, PermissionRequest
+from .conversation import estimate_tokens, to_messages
+from .errors import CheckpointConflictError
+from .model import Finish, ModelProvider, ModelRequest, TextDelta, ToolCallRequest, UsageReport
+from .pricing import cost as price_of
+from .state import SessionState
+from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+CANCELLED = "[cancelled by the user before it finished]"
+EventSink = Callable[[str, object], Awaitable[None] | None]
+
+
+@attrs.define
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@attrs.define
+class TurnResult:
+    session_id: str
+    checkpoint: int
+    """The seq of this turn's prompt: restore to it to undo the turn."""
+    stop_reason: str
+    """end_turn, cancelled, max_turns, refusal, max_tokens or error."""
+    text: str
+    usage: TokenUsage
+    cost: float
+
+
+@attrs.define
+class TurnSettings:
+    provider: ModelProvider
+    workspace: Workspace
+    gate: Gate
+    emit: EventSink
+    system_prompt: str | None = None
+    max_turns: int = 50
+    prices: dict[str, Any] | None = None
+    compact_at_tokens: int | None = None
+    compact: Callable[[], Awaitable[object]] | None = None
+
+
+async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
+    """Run one turn to its end; a cancel ends it with stop_reason "cancelled"."""
+    await state.refresh()
+    opening: list[ev.Event] = []
+    if state.head == 0:
+        opening.append(
+            ev.SessionStarted(
+                workspace=str(settings.workspace.roots[0]), model=settings.provider.model
+            )
+        )
+    opening.append(ev.UserPrompt(text=prompt))
+    checkpoint = await state.append(opening)
+    await _emit(settings, state.id, state.events[-1])
+    turn = _Turn(state, settings, checkpoint)
+    try:
+        stop_reason = await turn.loop()
+    except asyncio.CancelledError:
+        await turn.close("cancelled")
+        return turn.result("cancelled")
+    except CheckpointConflictError:
+        raise  # another writer owns the log now: it is not ours to close
+    except BaseException:
+        await turn.close("error")
+        raise
+    await turn.close(stop_reason)
+    return turn.result(stop_reason)
+
+
+@attrs.define
+class _Turn:
+    state: SessionState
+    settings: TurnSettings
+    checkpoint: int
+    texts: list[str] = attrs.field(factory=list)
+    streaming: list[str] | None = None
+    """Text of the model call in flight, not yet in the log."""
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    cost: float = 0.0
+
+    async def loop(self) -> str:
+        for _ in range(self.settings.max_turns):
+            await self._compact_if_needed()
+            calls, finish = await self._call_model()
+            if not calls:
+                return finish.stop_reason if finish else "end_turn"
+            for call in calls:
+                await self._run_tool(call)
+        return "max_turns"
+
+    async def _compact_if_needed(self) -> None:
+        limit, compact = self.settings.compact_at_tokens, self.settings.compact
+        if limit and compact and estimate_tokens(to_messages(self.state.events)) > limit:
+            await compact()
+
+    async def _call_model(self) -> tuple[list[ToolCallRequest], Finish | None]:
+        messages = to_messages(self.state.events)
+        if self.settings.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.settings.system_prompt})
+        request = ModelRequest(
+            messages=messages, tools=list(TOOL_SPECS), step=self.state.assistant_messages
+        )
+        self.streaming = []
+        calls: list[ToolCallRequest] = []
+        usage: UsageReport | None = None
+        finish: Finish | None = None
+        async for item in self.settings.provider.stream(request):
+            if isinstance(item, TextDelta):
+                self.streaming.append(item.text)
+                await _emit(self.settings, self.state.id, item)
+            elif isinstance(item, ToolCallRequest):
+                calls.append(item)
+            elif isinstance(item, UsageReport):
+                usage = item
+            elif isinstance(item, Finish):
+                finish = item
+        text = "".join(self.streaming)
+        records: list[ev.Event] = [ev.AssistantMessage(text=text)]
+        records += [
+            ev.ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in calls
+        ]
+        if usage is not None:
+            records.append(self._usage(usage))
+        first = self.state.head + 1
+        await self.state.append(records)
+        self.streaming = None
+        self.texts.append(text)
+        for event in self.state.events[first - 1 :]:
+            await _emit(self.settings, self.state.id, event)
+        return calls, finish
+
+    def _usage(self, usage: UsageReport) -> ev.Usage:
+        model = self.settings.provider.model
+        money = price_of(model, usage.input_tokens, usage.output_tokens, self.settings.prices)
+        self.usage.input_tokens += usage.input_tokens
+        self.usage.output_tokens += usage.output_tokens
+        self.cost += money
+        return ev.Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost=money,
+            model=model,
+        )
+
+    async def _run_tool(self, call: ToolCallRequest) -> None:
+        workspace = self.settings.workspace
+        request = PermissionRequest(
+            session_id=self.state.id,
+            tool=call.name,
+            arguments=call.arguments,
+            kind=TOOL_KINDS.get(call.name, "command"),
+        )
+        if request.kind == "edit":
+            request.diff = await _proposed_diff(workspace, call)
+        if await self.settings.gate.allows(request):
+            context = ToolContext(workspace=workspace, change_file=self._change_file)
+            outcome = await run_tool(call.name, call.arguments, context)
+        else:
+            outcome = ToolOutcome(
+                f"Permission denied: the user did not allow {call.name} "
+                f"(approval policy {self.settings.gate.policy!r}). Do not retry it; "
+                "ask the user or take another approach.",
+                is_error=True,
+            )
+        result = ev.ToolResult(
+            call_id=call.call_id, output=outcome.output, is_error=outcome.is_error
+        )
+        await self.state.append([result])
+        await _emit(self.settings, self.state.id, self.state.events[-1])
+
+    async def _change_file(self, path: str, data: bytes | None) -> None:
+        """Write-ahead: the old and new content are stored and logged before the write."""
+        workspace = self.settings.workspace
+        relative = workspace.relative(workspace.resolve(path))
+        before = await workspace.read_bytes(path)
+        blobs = self.state.store.blobs
+        snapshot = ev.FileSnapshot(
+            path=relative,
+            before=None if before is None else await blobs.put(before),
+            after=None if data is None else await blobs.put(data),
+        )
+        await self.state.append([snapshot])
+        if data is None:
+            await workspace.delete(path)
+        else:
+            await workspace.write_bytes(path, data)
+        await _emit(self.settings, self.state.id, self.state.events[-1])
+
+    async def close(self, stop_reason: str) -> None:
+        """End the turn in the log: partial text kept, every open call answered."""
+        records: list[ev.Event] = []
+        if self.streaming:
+            text = "".join(self.streaming)
+            records.append(ev.AssistantMessage(text=text))
+            self.texts.append(text)
+        self.streaming = None
+        answered = {
+            e.call_id for e in self.state.events[self.checkpoint :] if type(e) is ev.ToolResult
+        }
+        for event in self.state.events[self.checkpoint :]:
+            if type(event) is ev.ToolCall and event.call_id not in answered:
+                records.append(
+                    ev.ToolResult(call_id=event.call_id, output=CANCELLED, is_error=True)
+                )
+        records.append(ev.TurnEnd(stop_reason=stop_reason))
+        await self.state.append(records)
+        await _emit(self.settings, self.state.id, self.state.events[-1])
+
+    def result(self, stop_reason: str) -> TurnResult:
+        return TurnResult(
+            session_id=self.state.id,
+            checkpoint=self.checkpoint,
+            stop_reason=stop_reason,
+            text="".join(self.texts),
+            usage=self.usage,
+            cost=self.cost,
+        )
+
+
+async def _emit(settings: TurnSettings, session_id: str, item: object) -> None:
+    """Tell the caller (the server, a UI); a failing listener never breaks the turn."""
+    try:
+        maybe = settings.emit(session_id, item)
+        if maybe is not None:
+            await maybe
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("event listener failed on %s", type(item).__name__)
+
+
+async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | None:
+    """A unified diff of what an edit tool would do, for the permission prompt."""
+    args = call.arguments
+    path = args.get("path")
+    if not isinstance(path, str):
+        return None
+    try:
+        old_bytes = await workspace.read_bytes(path)
+    except Exception:
+        return None
+    old = (old_bytes or b"").decode("utf-8", "replace")
+    if call.name == "write_file" and isinstance(args.get("content"), str):
+        new = args["content"]
+    elif call.name == "edit_file" and isinstance(args.get("old_string"), str):
+        count = -1 if args.get("replace_all") else 1
+        new = old.replace(args["old_string"], str(args.get("new_string", "")), count)
+    elif call.name == "delete_file":
+        new = ""
+    else:
+        return None
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return "".join(lines)
