@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import attrs
 
 from .errors import AgentHostError, CheckpointNotFound
-from .events import Event, FileSnapshot, Restore, UserPrompt
+from .events import Event, FileSnapshot, Restore, RestoreUndone, UserPrompt
 
 
 class NothingToUndo(AgentHostError):
@@ -27,21 +27,32 @@ class Checkpoint:
 
 def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     out: list[Checkpoint] = []
+    current: Checkpoint | None = None
     for event in events:
-        if type(event) is UserPrompt:
-            out.append(Checkpoint(event.seq, event.text, event.ts, []))
-        elif type(event) is FileSnapshot and out and event.path not in out[-1].files:
-            out[-1].files.append(event.path)
+        kind = type(event)
+        if kind is UserPrompt:
+            current = Checkpoint(event.seq, event.text, event.ts, [])
+            out.append(current)
+        elif kind is Restore or kind is RestoreUndone:
+            current = None  # what follows is the restore's doing, not a turn's
+        elif kind is FileSnapshot and current and event.path not in current.files:
+            current.files.append(event.path)
     return out
 
 
-def files_to_restore(events: Sequence[Event], seq: int) -> dict[str, FileSnapshot]:
-    """Per path changed at or after ``seq``, its earliest snapshot: the content to restore."""
-    earliest: dict[str, FileSnapshot] = {}
+def files_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]:
+    """Per path changed at or after ``seq``: its content (a blob id, None for absent)
+    at that moment, which is what restoring to ``seq`` puts back.
+
+    That is the earliest change's ``before`` -- or its ``after`` when the change was
+    a restore's jump, since nothing touched the file between ``seq`` and the point
+    the jump returned it to.
+    """
+    content: dict[str, str | None] = {}
     for event in events:
-        if event.seq >= seq and type(event) is FileSnapshot and event.path not in earliest:
-            earliest[event.path] = event
-    return earliest
+        if event.seq >= seq and type(event) is FileSnapshot and event.path not in content:
+            content[event.path] = event.after if event.jump else event.before
+    return content
 
 
 def check_checkpoint(events: Sequence[Event], session_id: str, seq: int) -> UserPrompt:
@@ -60,6 +71,8 @@ def last_restore(events: Sequence[Event]) -> tuple[Restore, list[FileSnapshot]]:
 
     Only a restore with nothing after it but its own snapshots can be undone:
     undoing one the conversation has moved on from would discard the new turns.
+    The snapshots that follow a conversation-only restore are not its changes but
+    the removed turns' ones, carried over (their edits are still on disk).
     """
     tail: list[FileSnapshot] = []
     for event in reversed(events):
@@ -67,7 +80,7 @@ def last_restore(events: Sequence[Event]) -> tuple[Restore, list[FileSnapshot]]:
             tail.append(event)
             continue
         if type(event) is Restore:
-            return event, list(reversed(tail))
+            return event, list(reversed(tail)) if event.files else []
         break
     raise NothingToUndo(
         "the session's last change is not a restore, so there is nothing to undo; "

@@ -75,7 +75,9 @@ class FileSnapshot(Event):
 
     ``None`` means the file did not exist (before) or was deleted (after).
     ``buffer_before`` keeps an open editor buffer's unsaved text when it differed
-    from the disk at the moment of the change.
+    from the disk at the moment of the change. ``jump`` marks a change made by a
+    restore or its undo: the file jumped between two points of the session's
+    history, so ``after`` (not ``before``) is its content at the earlier point.
     """
 
     type: ClassVar[str] = "file_snapshot"
@@ -83,6 +85,7 @@ class FileSnapshot(Event):
     before: str | None
     after: str | None
     buffer_before: str | None = None
+    jump: bool = False
 
 
 @attrs.define(kw_only=True, slots=True)

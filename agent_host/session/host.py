@@ -196,17 +196,26 @@ class AgentHost:
         await state.refresh()
         check_checkpoint(state.events, session_id, seq)
         changes = []
-        for path, snapshot in files_to_restore(state.events, seq).items() if files else ():
+        for path, target in files_to_restore(state.events, seq).items() if files else ():
             current = await self.workspace.read_bytes(path)
             current_id = None if current is None else await self.store.blobs.put(current)
-            if current_id != snapshot.before:
-                changes.append(ev.FileSnapshot(path=path, before=current_id, after=snapshot.before))
+            if current_id != target:
+                changes.append(
+                    ev.FileSnapshot(path=path, before=current_id, after=target, jump=True)
+                )
+        # Conversation only: the removed turns' edits stay on disk, so their snapshots
+        # stay in the log, or a later restore to an earlier point would miss them.
+        carried = [
+            attrs.evolve(e, seq=0, ts=0.0)
+            for e in state.events[seq - 1 :]
+            if type(e) is ev.FileSnapshot and not files
+        ]
         removed = state.head - (seq - 1) if conversation else 0
         truncation = await state.truncate(seq - 1) if conversation else None
         record = ev.Restore(
             to_seq=seq - 1, files=files, conversation=conversation, truncation=truncation
         )
-        await state.append([record, *changes])
+        await state.append([record, *changes, *(carried if conversation else [])])
         await self._apply(changes)
         return RestoreResult([c.path for c in changes], removed)
 
@@ -226,7 +235,7 @@ class AgentHost:
             current = await self.workspace.read_bytes(change.path)
             current_id = None if current is None else await self.store.blobs.put(current)
             changes.append(
-                ev.FileSnapshot(path=change.path, before=current_id, after=change.before)
+                ev.FileSnapshot(path=change.path, before=current_id, after=change.before, jump=True)
             )
         await state.truncate(restore.seq - 1)
         await state.append([*back, ev.RestoreUndone(restore_seq=restore.seq), *changes])

@@ -1,0 +1,159 @@
+"""Random turns, restores and undos always leave the files where a simple model says.
+
+The model under test is a queue-driven stand-in for a language model: each turn it
+asks for one file change through the real tools, then stops. Hypothesis picks the
+changes and when to restore (to any checkpoint) or undo the last restore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from agent_host.session.host import AgentHost
+from agent_host.session.model import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCallRequest,
+    UsageReport,
+)
+
+PATHS = ["a.txt", "dir/b.txt", "old.txt"]
+INITIAL = {"old.txt": "was here before the session\n", "keep.txt": "never touched\n"}
+
+
+class QueuedModel:
+    """Asks for the queued tool call, then answers with text once it has its result."""
+
+    model = "test/queued"
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[str, dict]] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.messages[-1]["role"] == "user" and self.queue:
+            name, arguments = self.queue.pop(0)
+            yield ToolCallRequest(f"call-{request.step}", name, arguments)
+            yield UsageReport(10, 5)
+            yield Finish("tool_use")
+        else:
+            yield TextDelta("done")
+            yield UsageReport(10, 1)
+            yield Finish("end_turn")
+
+    async def close(self) -> None:
+        return None
+
+
+def disk(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()
+    }
+
+
+class RestoreMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="restore-prop-"))
+        self.ws = self.tmp / "ws"
+        for path, text in INITIAL.items():
+            (self.ws / path).parent.mkdir(parents=True, exist_ok=True)
+            (self.ws / path).write_text(text)
+        self.loop = asyncio.new_event_loop()
+        self.model = QueuedModel()
+        self.host = AgentHost(
+            store=self.tmp / "store", provider=self.model, workdir=self.ws, auto_compact=None
+        )
+        self.files = dict(INITIAL)
+        self.turns: list[tuple[int, dict[str, str]]] = []  # (checkpoint, files before it)
+        self.undo: tuple[dict[str, str], list] | None = None
+        self.counter = 0
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def turn(self, name: str, arguments: dict, apply) -> None:
+        before = dict(self.files)
+        self.model.queue.append((name, arguments))
+        result = self.run(self.host.send(f"{name} {arguments.get('path')}"))
+        assert result.stop_reason == "end_turn"
+        apply()
+        self.turns.append((result.checkpoint, before))
+        self.undo = None
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"content {self.counter}\n"
+
+    @rule(path=st.sampled_from(PATHS))
+    def write(self, path):
+        text = self.fresh()
+        self.turn("write_file", {"path": path, "content": text},
+                  lambda: self.files.__setitem__(path, text))
+
+    @rule(path=st.sampled_from(PATHS))
+    def edit(self, path):
+        if path not in self.files:
+            return
+        new = self.fresh()
+        self.turn(
+            "edit_file",
+            {"path": path, "old_string": self.files[path], "new_string": new},
+            lambda: self.files.__setitem__(path, new),
+        )
+
+    @rule(path=st.sampled_from(PATHS))
+    def delete(self, path):
+        if path not in self.files:
+            return
+        self.turn("delete_file", {"path": path}, lambda: self.files.pop(path))
+
+    @precondition(lambda self: self.turns)
+    @rule(data=st.data(), files=st.booleans())
+    def restore(self, data, files):
+        index = data.draw(st.integers(0, len(self.turns) - 1))
+        checkpoint, before = self.turns[index]
+        self.undo = (dict(self.files), list(self.turns))
+        self.run(self.host.restore(self.host.session_id, checkpoint, files=files))
+        if files:
+            self.files = dict(before)
+        self.turns = self.turns[:index]
+
+    @precondition(lambda self: self.undo is not None)
+    @rule()
+    def undo_restore(self):
+        self.run(self.host.undo_restore())
+        self.files, self.turns = self.undo
+        self.undo = None
+
+    @invariant()
+    def files_match_the_model(self):
+        assert disk(self.ws) == self.files
+
+    @invariant()
+    def checkpoints_match_the_model(self):
+        checkpoints = self.run(self.host.list_checkpoints())
+        assert [c.seq for c in checkpoints] == [seq for seq, _ in self.turns]
+
+    def teardown(self):
+        self.run(self.host.close())
+        self.loop.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+RestoreMachine.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_restore_and_undo_match_a_model_of_the_files = RestoreMachine.TestCase
