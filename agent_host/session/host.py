@@ -26,10 +26,11 @@ from .conversation import messages_with_seqs, to_messages
 from .errors import CapabilityUnsupported, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
+from .pricing import price_of
 from .providers import open_provider
 from .state import SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
-from .turn import EventSink, TurnResult, TurnSettings, run_turn
+from .turn import EventSink, TokenUsage, TurnResult, TurnSettings, run_turn
 from .workspace import DiskWorkspace, Workspace
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
@@ -71,6 +72,8 @@ class AgentHost:
         prices: Mapping[str, Any] | None = None,
         context_window: int = 128_000,
         auto_compact: float | None = 0.8,
+        base_url: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.persistent = sessions
         if not sessions:
@@ -86,6 +89,9 @@ class AgentHost:
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.prices = dict(prices) if prices else None
+        if self.prices:
+            price_of(self.model, self.prices)  # a malformed table fails here, not mid-turn
+        self._endpoint = {"base_url": base_url, "api_key": api_key}
         self.context_window = context_window
         self.auto_compact = auto_compact
         self._states: dict[str, SessionState] = {}
@@ -144,6 +150,10 @@ class AgentHost:
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if task.cancelled() and not (me and me.cancelling()):
+                # cancel() landed before the turn began: nothing reached the log.
+                return TurnResult(sid, 0, "cancelled", "", TokenUsage(), 0.0)
             # Our caller was cancelled: cancel the turn, let it close the log, re-raise.
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -318,7 +328,7 @@ class AgentHost:
 
     def _get_provider(self) -> ModelProvider:
         if self._provider is None:
-            self._provider = open_provider(self.model)
+            self._provider = open_provider(self.model, **self._endpoint)
         return self._provider
 
     async def _emit(self, session_id: str, item: object) -> None:

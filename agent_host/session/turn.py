@@ -21,6 +21,7 @@ from .conversation import estimate_tokens, to_messages
 from .errors import CheckpointConflictError
 from .model import Finish, ModelProvider, ModelRequest, TextDelta, ToolCallRequest, UsageReport
 from .pricing import cost as price_of
+from .providers import RAW_ARGUMENTS_KEY
 from .state import SessionState
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
 from .workspace import Workspace
@@ -64,19 +65,20 @@ class TurnSettings:
 
 async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
     """Run one turn to its end; a cancel ends it with stop_reason "cancelled"."""
-    await state.refresh()
-    opening: list[ev.Event] = []
-    if state.head == 0:
-        opening.append(
-            ev.SessionStarted(
-                workspace=str(settings.workspace.roots[0]), model=settings.provider.model
-            )
-        )
-    opening.append(ev.UserPrompt(text=prompt))
-    checkpoint = await state.append(opening)
-    await _emit(settings, state.id, state.events[-1])
-    turn = _Turn(state, settings, checkpoint)
+    turn = _Turn(state, settings, checkpoint=0)
     try:
+        await state.refresh()
+        opening: list[ev.Event] = []
+        if state.head == 0:
+            opening.append(
+                ev.SessionStarted(
+                    workspace=str(settings.workspace.roots[0]), model=settings.provider.model
+                )
+            )
+        opening.append(ev.UserPrompt(text=prompt))
+        turn.start = state.head
+        turn.checkpoint = await state.append(opening)
+        await _emit(settings, state.id, state.events[-1])
         stop_reason = await turn.loop()
     except asyncio.CancelledError:
         await turn.close("cancelled")
@@ -95,6 +97,8 @@ class _Turn:
     state: SessionState
     settings: TurnSettings
     checkpoint: int
+    start: int | None = None
+    """The head before the prompt was appended; None until the append began."""
     texts: list[str] = attrs.field(factory=list)
     streaming: list[str] | None = None
     """Text of the model call in flight, not yet in the log."""
@@ -175,7 +179,14 @@ class _Turn:
         )
         if request.kind == "edit":
             request.diff = await _proposed_diff(workspace, call)
-        if await self.settings.gate.allows(request):
+        if RAW_ARGUMENTS_KEY in call.arguments:
+            outcome = ToolOutcome(
+                f"The arguments of your {call.name} call were not valid JSON: "
+                f"{str(call.arguments[RAW_ARGUMENTS_KEY])[:200]!r}. Call it again with a "
+                "JSON object.",
+                is_error=True,
+            )
+        elif await self.settings.gate.allows(request):
             context = ToolContext(workspace=workspace, change_file=self._change_file)
             outcome = await run_tool(call.name, call.arguments, context)
         else:
@@ -211,6 +222,13 @@ class _Turn:
 
     async def close(self, stop_reason: str) -> None:
         """End the turn in the log: partial text kept, every open call answered."""
+        if not self.checkpoint and self.start is not None and self.state.head > self.start:
+            # Cancelled while the prompt was being appended: the append finished.
+            self.checkpoint = next(
+                e.seq for e in self.state.events[self.start :] if type(e) is ev.UserPrompt
+            )
+        if not self.checkpoint:
+            return  # stopped before the prompt reached the log: nothing to close
         records: list[ev.Event] = []
         if self.streaming:
             text = "".join(self.streaming)
