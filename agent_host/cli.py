@@ -1,7 +1,7 @@
 """The ``agent-host`` command.
 
-So far it works on the session store directly: ``sessions``, ``gc`` and an offline
-``demo``. The stdio server (``serve``) and the commands that drive it come next.
+So far: ``sessions`` and ``gc`` on the session store, and an offline ``demo``. The
+stdio server (``serve``) and the commands that drive it come next.
 """
 
 from __future__ import annotations
@@ -10,15 +10,13 @@ import argparse
 import asyncio
 import logging
 import sys
-import tempfile
 from datetime import datetime
 from typing import Any
 
 import orjson
 
 from . import __version__
-from .session import AgentHostError, Checkpointer, collect_garbage, default_store_url, open_store
-from .session import events as ev
+from .session import AgentHostError, collect_garbage, default_store_url, open_store
 
 log = logging.getLogger("agent_host")
 
@@ -69,7 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     gc.set_defaults(run=_gc)
 
-    demo = commands.add_parser("demo", help="record, list, rewind and un-rewind a session offline")
+    demo = commands.add_parser(
+        "demo", help="an offline session: three turns, checkpoints, a restore and its undo"
+    )
     demo.add_argument("--store", help="store URL (default: a new temporary folder)")
     demo.set_defaults(run=_demo)
     return parser
@@ -102,72 +102,10 @@ async def _gc(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="agent-host-demo-") as tmp:
-        store = open_store(args.store or f"{tmp}/store")
-        try:
-            await _run_demo(store)
-        finally:
-            await store.close()
+    from .demo import run_demo
+
+    await run_demo(args.store)
     return 0
-
-
-async def _run_demo(store: Checkpointer) -> None:
-    sid = "demo-" + datetime.now().strftime("%Y%m%d-%H%M%S")
-    original = b"def greet(name):\n    return 'hi ' + name\n"
-    documented = b'def greet(name):\n    """Say hi."""\n    return \'hi \' + name\n'
-    renamed = documented.replace(b"greet", b"welcome")
-    print(f"store: {store!r}\nsession: {sid}\n")
-
-    await store.append(sid, [ev.SessionStarted(workspace="/demo", model="scripted:demo")])
-    for prompt, before, after, reply in (
-        ("Add a docstring to hello.py", original, documented, "Added a docstring."),
-        ("Rename greet to welcome", documented, renamed, "Renamed greet to welcome."),
-    ):
-        head = await store.head(sid)
-        call = f"call-{head}"
-        snapshot = ev.FileSnapshot(
-            path="hello.py",
-            before=await store.blobs.put(before),
-            after=await store.blobs.put(after),
-        )
-        turn = [
-            ev.UserPrompt(text=prompt),
-            ev.ToolCall(call_id=call, name="write_file", arguments={"path": "hello.py"}),
-            snapshot,
-            ev.ToolResult(call_id=call, output="wrote hello.py"),
-            ev.AssistantMessage(text=reply),
-            ev.Usage(input_tokens=120, output_tokens=24, cost=0.0, model="scripted:demo"),
-            ev.TurnEnd(stop_reason="end_turn"),
-        ]
-        new_head = await store.append(sid, turn, expected_head=head)
-        print(f"turn  {prompt!r}: events {head + 1}-{new_head}")
-
-    print("\nsessions:")
-    for info in await store.list():
-        print(f"  {info.id}  {info.turns} turns, {info.head} events, title {info.title!r}")
-
-    print("\ncheckpoints (one per prompt):")
-    events = await store.read(sid)
-    prompts = [e for e in events if isinstance(e, ev.UserPrompt)]
-    for prompt in prompts:
-        files = sorted(
-            {e.path for e in events if isinstance(e, ev.FileSnapshot) and e.seq > prompt.seq}
-        )
-        print(f"  seq {prompt.seq}: {prompt.text!r}  (files changed since: {', '.join(files)})")
-
-    target = prompts[1]
-    cut = await store.truncate(sid, target.seq - 1)
-    snapshots = [e for e in cut.events if isinstance(e, ev.FileSnapshot)]
-    restored = await store.blobs.get(snapshots[0].before)  # type: ignore[arg-type]
-    print(f"\nrewind to just before seq {target.seq}: removed {len(cut.events)} events")
-    print(f"  head is now {await store.head(sid)}; hello.py goes back to:")
-    print("  | " + restored.decode().rstrip("\n").replace("\n", "\n  | "))
-
-    (last,) = (await store.truncations(sid))[-1:]
-    await store.append(sid, last.events, expected_head=last.seq)
-    print(f"\nundo the rewind: head back to {await store.head(sid)}, nothing lost")
-    result = await collect_garbage(store, grace_seconds=0)
-    print(f"gc: {result.kept} snapshots referenced, {result.removed} removed")
 
 
 def _info_json(info: Any) -> dict[str, Any]:

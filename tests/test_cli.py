@@ -16,21 +16,27 @@ def agent_host(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_demo_records_rewinds_and_undoes_offline(tmp_path):
+def test_demo_runs_a_whole_session_offline(tmp_path):
     store = tmp_path / "store"
     result = agent_host("demo", "--store", str(store))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "checkpoints (one per prompt)" in out
-    assert "rewind to just before seq 9: removed 7 events" in out
-    assert "undo the rewind: head back to 15" in out
-    (info,) = json.loads(
-        "["
-        + agent_host("sessions", "--store", str(store), "--json").stdout.strip().replace("\n", ",")
-        + "]"
-    )
-    assert (info["turns"], info["head"]) == (2, 15)
-    assert info["title"] == "Add a docstring to hello.py"
+    assert out.count("[end_turn]") == 3
+    assert "changed greet.py" in out and "created test_greet.py" in out
+    assert "deleted NOTES.md" in out
+    assert "restore to before 'Add a test for greet': 2 files (NOTES.md, test_greet.py)" in out
+    files_lines = [line for line in out.splitlines() if line.startswith("  files:")]
+    assert files_lines == [
+        "  files: README.md, greet.py, test_greet.py",
+        "  files: NOTES.md, README.md, greet.py",
+        "  files: README.md, greet.py, test_greet.py",
+    ]
+    (info,) = [
+        json.loads(line)
+        for line in agent_host("sessions", "--store", str(store), "--json").stdout.splitlines()
+    ]
+    assert info["turns"] == 3
+    assert info["title"] == "Add a docstring to greet.py"
 
 
 async def test_sessions_lists_newest_first(tmp_path):
