@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return asyncio.run(args.run(args))
+        outcome = args.run(args)
+        return asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome
     except AgentHostError as exc:
         print(f"agent-host: {exc}", file=sys.stderr)
         return 1
@@ -49,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agent-host {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve", help="speak JSON-RPC 2.0 with LSP framing on stdin/stdout (for editors and CI)"
+    )
+    serve.set_defaults(run=_serve)
 
     store_help = f"session store URL (default {default_store_url()})"
     sessions = commands.add_parser("sessions", help="list stored sessions, newest first")
@@ -73,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", help="store URL (default: a new temporary folder)")
     demo.set_defaults(run=_demo)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server.app import create_server
+
+    # stdout carries the protocol: nothing else may write to it.
+    create_server().start_io()
+    return 0
 
 
 async def _sessions(args: argparse.Namespace) -> int:

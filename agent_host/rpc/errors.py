@@ -5,6 +5,8 @@ from __future__ import annotations
 from enum import IntEnum
 
 from ..session import errors as session_errors
+from ..session.checkpoints import NothingToUndo
+from .converter import InvalidParams
 
 
 class ErrorCode(IntEnum):
@@ -33,6 +35,13 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.StoreBusy: ErrorCode.STORE_UNAVAILABLE,
     session_errors.BlobNotFound: ErrorCode.INCOMPATIBLE_STATE,
     session_errors.UnsupportedStore: ErrorCode.INVALID_PARAMS,
+    session_errors.TurnInProgress: ErrorCode.TURN_IN_PROGRESS,
+    session_errors.ModelError: ErrorCode.MODEL_ERROR,
+    session_errors.CapabilityUnsupported: ErrorCode.UNSUPPORTED_CAPABILITY,
+    session_errors.PermissionDenied: ErrorCode.PERMISSION_DENIED,
+    session_errors.PathOutsideWorkspace: ErrorCode.INVALID_PARAMS,
+    NothingToUndo: ErrorCode.INCOMPATIBLE_STATE,
+    InvalidParams: ErrorCode.INVALID_PARAMS,
 }
 
 

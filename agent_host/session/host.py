@@ -134,6 +134,10 @@ class AgentHost:
         state = await self._state(session_id or self.session_id)
         return limit_messages(to_messages(state.events), limit)
 
+    async def session_cost(self, session_id: str | None = None) -> float:
+        """Money spent in the session so far (USD)."""
+        return _total_cost((await self._state(session_id or self.session_id)).events)
+
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         return checkpoints((await self._state(session_id or self.session_id)).events)
 

@@ -1,0 +1,222 @@
+"""Params and results of the ``session/*`` methods, as attrs classes.
+
+Field names are snake_case here and camelCase on the wire (see ``converter``).
+The docstring of each field is what docs/protocol.md and the JSON Schema say.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+Approval = Literal["ask", "auto-edit", "auto", "read-only"]
+StopReason = Literal["end_turn", "cancelled", "max_turns", "refusal", "max_tokens", "error"]
+Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@attrs.define
+class InitializationOptions:
+    """``initializationOptions`` of ``initialize``; every field optional."""
+
+    store: str | None = None
+    """Session store URL: file:///dir, a directory, sqlite:///x.db or memory:.
+    Default: the user data folder."""
+    model: str | None = None
+    """Model as provider/model (openai/gpt-4.1-mini) or scripted:PATH."""
+    approval: Approval = "ask"
+    """Which tool calls need the user's permission."""
+
+
+@attrs.define
+class NewParams:
+    model: str | None = None
+    title: str | None = None
+
+
+@attrs.define
+class NewResult:
+    session_id: str
+
+
+@attrs.define
+class ContextItem:
+    """Something the user pointed at, sent along with the prompt."""
+
+    text: str
+    uri: str | None = None
+
+
+@attrs.define
+class SendParams:
+    prompt: str
+    session_id: str | None = None
+    """Omitted: a new session."""
+    model: str | None = None
+    context: list[ContextItem] = attrs.field(factory=list)
+
+
+@attrs.define
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@attrs.define
+class SendResult:
+    session_id: str
+    checkpoint: int
+    """Seq of this turn's prompt; session/restore to it undoes the turn."""
+    stop_reason: StopReason
+    text: str
+    usage: Usage
+    cost: float
+    """USD for this turn."""
+    total_cost: float
+    """USD for the session so far."""
+
+
+@attrs.define
+class SessionParams:
+    session_id: str
+
+
+@attrs.define
+class ListParams:
+    workspace: str | None = None
+    """Only sessions started in this folder."""
+    limit: int | None = None
+    cursor: str | None = None
+    """nextCursor of the previous page."""
+
+
+@attrs.define
+class SessionSummary:
+    session_id: str
+    title: str
+    created_at: str
+    """ISO 8601."""
+    updated_at: str
+    turns: int
+    head: int
+
+
+@attrs.define
+class ListResult:
+    sessions: list[SessionSummary]
+    next_cursor: str | None = None
+
+
+@attrs.define
+class ResumeResult:
+    session_id: str
+    head: int
+    turns: int
+
+
+@attrs.define
+class HistoryParams:
+    session_id: str
+    limit: int | None = None
+
+
+@attrs.define
+class HistoryResult:
+    messages: list[dict[str, Any]]
+    """OpenAI chat-format messages."""
+
+
+@attrs.define
+class CheckpointInfo:
+    seq: int
+    prompt: str
+    created_at: str
+    files: list[str]
+
+
+@attrs.define
+class CheckpointsResult:
+    checkpoints: list[CheckpointInfo]
+
+
+@attrs.define
+class RestoreParams:
+    session_id: str
+    seq: int
+    """A checkpoint's seq: the session returns to just before that prompt."""
+    files: bool = True
+    conversation: bool = True
+
+
+@attrs.define
+class RestoreResult:
+    restored_files: list[str]
+    removed_events: int
+    unreverted_buffers: list[str] = attrs.field(factory=list)
+    """Open buffers the editor did not bring back (see docs/protocol.md)."""
+
+
+@attrs.define
+class UndoRestoreResult:
+    restored_files: list[str]
+    restored_events: int
+    unreverted_buffers: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class CompactParams:
+    session_id: str
+    instructions: str | None = None
+
+
+@attrs.define
+class CompactResult:
+    before: int
+    after: int
+
+
+@attrs.define
+class EventParams:
+    """``session/event``: something happened in a running turn or compaction."""
+
+    session_id: str
+    kind: str
+    """text_delta, user_prompt, assistant_message, tool_call, tool_result,
+    file_snapshot, usage, turn_end, compaction, ..."""
+    data: dict[str, Any]
+
+
+@attrs.define
+class PermissionParams:
+    """``session/requestPermission``: may the agent run this tool?"""
+
+    session_id: str
+    tool: str
+    kind: Literal["edit", "command"]
+    arguments: dict[str, Any]
+    diff: str | None = None
+    options: list[Decision] = attrs.field(
+        factory=lambda: ["allow_once", "allow_always", "reject_once", "reject_always"]
+    )
+
+
+@attrs.define
+class PermissionResult:
+    outcome: Decision
+
+
+METHOD_TYPES: dict[str, tuple[type | None, type | None]] = {
+    "session/new": (NewParams, NewResult),
+    "session/send": (SendParams, SendResult),
+    "session/cancel": (SessionParams, None),
+    "session/list": (ListParams, ListResult),
+    "session/resume": (SessionParams, ResumeResult),
+    "session/history": (HistoryParams, HistoryResult),
+    "session/delete": (SessionParams, None),
+    "session/checkpoints": (SessionParams, CheckpointsResult),
+    "session/restore": (RestoreParams, RestoreResult),
+    "session/undoRestore": (SessionParams, UndoRestoreResult),
+    "session/compact": (CompactParams, CompactResult),
+    "session/event": (EventParams, None),
+    "session/requestPermission": (PermissionParams, PermissionResult),
+}

@@ -1,0 +1,293 @@
+"""The stdio server: ``session/*`` methods onto :class:`AgentHost`.
+
+Each handler validates its params (plain JSON, see protocol.py), calls the engine
+and converts the result; errors become JSON-RPC errors in ``protocol.to_wire``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..rpc import methods
+from ..rpc import types as rpc
+from ..rpc.converter import InvalidParams, structure, unstructure
+from ..session import events as ev
+from ..session.approval import PermissionRequest
+from ..session.compaction import CompactionProgress
+from ..session.host import AgentHost, new_session_id
+from ..session.model import TextDelta
+from ..session.workspace import DiskWorkspace
+from .protocol import AgentProtocol, plain_params_converter, to_wire
+
+log = logging.getLogger(__name__)
+DEFAULT_MODEL = "openai/gpt-4.1-mini"
+
+
+class AgentServer(LanguageServer):
+    """A language server whose features are the agent's sessions."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "agent-host",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=AgentProtocol,
+            converter_factory=plain_params_converter,
+        )
+        self.host: AgentHost | None = None
+        self.options = rpc.InitializationOptions()
+
+    def agent(self) -> AgentHost:
+        if self.host is None:
+            raise InvalidParams("the server is not initialized: send initialize first")
+        return self.host
+
+    def client_supports(self, *path: str) -> bool:
+        node: Any = self.client_capabilities
+        for name in path:
+            node = getattr(node, name, None)
+            if node is None:
+                return False
+        return bool(node)
+
+    async def ask_permission(self, request: PermissionRequest) -> str:
+        params = rpc.PermissionParams(
+            session_id=request.session_id,
+            tool=request.tool,
+            kind=request.kind,  # type: ignore[arg-type]
+            arguments=request.arguments,
+            diff=request.diff,
+        )
+        answer = await self.protocol.send_request_async(
+            methods.REQUEST_PERMISSION, unstructure(params)
+        )
+        return structure(answer, rpc.PermissionResult).outcome
+
+    def relay(self, session_id: str, item: object) -> None:
+        """A turn's progress to the client as ``session/event`` notifications."""
+        if isinstance(item, TextDelta):
+            kind, data = "text_delta", {"text": item.text}
+        elif isinstance(item, ev.Event):
+            kind, data = _event_kind(item), _camel_keys(ev.to_dict(item))
+        elif isinstance(item, CompactionProgress):
+            kind, data = "compaction_progress", {"stage": item.stage, "message": item.message}
+        else:
+            return
+        self.protocol.notify(methods.EVENT, {"sessionId": session_id, "kind": kind, "data": data})
+
+
+def _event_kind(event: ev.Event) -> str:
+    return event.kind if isinstance(event, ev.UnknownEvent) else event.type
+
+
+def _camel_keys(data: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in data.items():
+        head, *rest = key.split("_")
+        out[head + "".join(p.title() for p in rest)] = value
+    return out
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def create_server() -> AgentServer:
+    server = AgentServer()
+
+    def method(name: str, params_type: type) -> Callable:
+        """Register a handler that gets typed params; every failure is a wire error."""
+
+        def register(handler: Callable[[Any], Awaitable[Any]]) -> Callable:
+            @server.feature(name)
+            @functools.wraps(handler)
+            async def wrapped(params: Any) -> Any:
+                try:
+                    result = await handler(structure(params, params_type))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    raise to_wire(exc) from None
+                return None if result is None else unstructure(result)
+
+            return wrapped
+
+        return register
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(params: lsp.InitializeParams) -> None:
+        try:
+            server.options = structure(params.initialization_options, rpc.InitializationOptions)
+        except InvalidParams as exc:
+            log.warning("ignoring initializationOptions: %s", exc)
+            server.window_show_message(
+                lsp.ShowMessageParams(
+                    lsp.MessageType.Warning, f"agent-host: {exc}; using the defaults"
+                )
+            )
+        roots = [
+            Path(to_fs_path(f.uri)) for f in params.workspace_folders or [] if to_fs_path(f.uri)
+        ]
+        if not roots and params.root_uri and to_fs_path(params.root_uri):
+            roots = [Path(to_fs_path(params.root_uri))]
+        if not roots:
+            roots = [Path.cwd()]
+        options = server.options
+        server.host = AgentHost(
+            store=options.store,
+            model=options.model or DEFAULT_MODEL,
+            approval=options.approval,
+            workspace=DiskWorkspace(roots),
+            permission=server.ask_permission,  # type: ignore[arg-type]
+            on_event=server.relay,
+        )
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(params: Any) -> None:
+        if server.host is not None:
+            await server.host.close()
+
+    @method(methods.NEW, rpc.NewParams)
+    async def new(params: rpc.NewParams) -> rpc.NewResult:
+        host = server.agent()
+        session_id = new_session_id()
+        started = ev.SessionStarted(
+            workspace=str(host.workspace.roots[0]),
+            model=params.model or host.model,
+            title=params.title,
+        )
+        await host.store.append(session_id, [started], expected_head=0)
+        return rpc.NewResult(session_id)
+
+    @method(methods.SEND, rpc.SendParams)
+    async def send(params: rpc.SendParams) -> rpc.SendResult:
+        host = server.agent()
+        session_id = params.session_id or new_session_id()
+        prompt = params.prompt
+        if params.context:
+            shown = "\n\n".join(
+                f"<context uri={c.uri!r}>\n{c.text}\n</context>" if c.uri else c.text
+                for c in params.context
+            )
+            prompt = f"{prompt}\n\n{shown}"
+        async with _progress(server, f"agent-host: {params.prompt[:40]}"):
+            result = await host.send(prompt, session_id=session_id)
+        return rpc.SendResult(
+            session_id=result.session_id,
+            checkpoint=result.checkpoint,
+            stop_reason=result.stop_reason,  # type: ignore[arg-type]
+            text=result.text,
+            usage=rpc.Usage(result.usage.input_tokens, result.usage.output_tokens),
+            cost=result.cost,
+            total_cost=await host.session_cost(session_id),
+        )
+
+    @server.feature(methods.CANCEL)
+    async def cancel(params: Any) -> None:
+        try:
+            request = structure(params, rpc.SessionParams)
+        except InvalidParams as exc:
+            log.warning("session/cancel ignored: %s", exc)
+            return
+        await server.agent().cancel(request.session_id)
+
+    @method(methods.LIST, rpc.ListParams)
+    async def list_sessions(params: rpc.ListParams) -> rpc.ListResult:
+        infos = await server.agent().list_sessions()
+        start = _cursor(params.cursor)
+        end = len(infos) if params.limit is None else start + max(params.limit, 0)
+        page = [
+            rpc.SessionSummary(
+                i.id, i.title, _iso(i.created_at), _iso(i.updated_at), i.turns, i.head
+            )
+            for i in infos[start:end]
+        ]
+        return rpc.ListResult(page, str(end) if end < len(infos) else None)
+
+    @method(methods.RESUME, rpc.SessionParams)
+    async def resume(params: rpc.SessionParams) -> rpc.ResumeResult:
+        state = await server.agent().resume(params.session_id)
+        turns = sum(1 for e in state.events if type(e) is ev.UserPrompt)
+        return rpc.ResumeResult(params.session_id, state.head, turns)
+
+    @method(methods.HISTORY, rpc.HistoryParams)
+    async def history(params: rpc.HistoryParams) -> rpc.HistoryResult:
+        return rpc.HistoryResult(await server.agent().history(params.session_id, params.limit))
+
+    @method(methods.DELETE, rpc.SessionParams)
+    async def delete(params: rpc.SessionParams) -> None:
+        await server.agent().delete_session(params.session_id)
+
+    @method(methods.CHECKPOINTS, rpc.SessionParams)
+    async def checkpoints(params: rpc.SessionParams) -> rpc.CheckpointsResult:
+        found = await server.agent().list_checkpoints(params.session_id)
+        return rpc.CheckpointsResult(
+            [rpc.CheckpointInfo(c.seq, c.prompt, _iso(c.created_at), c.files) for c in found]
+        )
+
+    @method(methods.RESTORE, rpc.RestoreParams)
+    async def restore(params: rpc.RestoreParams) -> rpc.RestoreResult:
+        done = await server.agent().restore(
+            params.session_id, params.seq, files=params.files, conversation=params.conversation
+        )
+        return rpc.RestoreResult(done.restored_files, done.removed_events)
+
+    @method(methods.UNDO_RESTORE, rpc.SessionParams)
+    async def undo_restore(params: rpc.SessionParams) -> rpc.UndoRestoreResult:
+        done = await server.agent().undo_restore(params.session_id)
+        return rpc.UndoRestoreResult(done.restored_files, done.restored_events)
+
+    @method(methods.COMPACT, rpc.CompactParams)
+    async def compact(params: rpc.CompactParams) -> rpc.CompactResult:
+        async with _progress(server, "agent-host: compacting"):
+            done = await server.agent().compact(params.instructions, session_id=params.session_id)
+        return rpc.CompactResult(done.before, done.after)
+
+    return server
+
+
+def _cursor(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidParams(f"cursor: {cursor!r} is not a nextCursor this server returned")
+    return int(cursor)
+
+
+class _progress:
+    """Work-done progress around a long request, when the client supports it."""
+
+    def __init__(self, server: AgentServer, title: str) -> None:
+        self.server = server
+        self.title = title
+        self.token: str | None = None
+
+    async def __aenter__(self) -> None:
+        if not self.server.client_supports("window", "work_done_progress"):
+            return
+        token = str(uuid.uuid4())
+        try:
+            await self.server.work_done_progress.create_async(token)
+        except Exception as exc:  # the client refused a token: go on without progress
+            log.debug("no work-done progress: %s", exc)
+            return
+        self.token = token
+        self.server.work_done_progress.begin(
+            token, lsp.WorkDoneProgressBegin(title=self.title, cancellable=True)
+        )
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.token is not None:
+            self.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd())
