@@ -1,0 +1,31 @@
+"""The folders an agent works in, and the one way tools and restore touch them.
+
+Tools read, write and run commands only through a :class:`Workspace`, so the same
+tools work on plain folders (:class:`DiskWorkspace`, for the CLI and CI) and inside
+an editor, where an ``EditorWorkspace`` sends writes through LSP
+``workspace/applyEdit`` so they land in open buffers.
+
+- :mod:`.base`: the :class:`Workspace` protocol and :class:`CommandResult`.
+- :mod:`.paths`: confining paths to the roots, symlinks followed, and display paths.
+- :mod:`.disk`: :class:`DiskWorkspace` and its atomic file operations.
+- :mod:`.listing`: the .gitignore-aware file walk and glob matching.
+- :mod:`.shell`: running commands in their own process group.
+"""
+
+from .base import CommandResult, Workspace
+from .disk import DiskWorkspace
+from .listing import compile_glob, list_in_roots, walk_files
+from .paths import relative_in_roots, resolve_in_roots
+from .shell import run_shell
+
+__all__ = [
+    "CommandResult",
+    "DiskWorkspace",
+    "Workspace",
+    "compile_glob",
+    "list_in_roots",
+    "relative_in_roots",
+    "resolve_in_roots",
+    "run_shell",
+    "walk_files",
+]
