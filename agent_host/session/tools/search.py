@@ -6,6 +6,8 @@ import asyncio
 import re
 from typing import Any
 
+from wcmatch import glob as wcglob
+
 from ..errors import PathOutsideWorkspace, ToolError
 from .context import ToolContext
 from .files import is_binary, split_lines
@@ -19,7 +21,7 @@ def _has_glob(pattern: str) -> bool:
 
 
 def _glob_escape(path: str) -> str:
-    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in path)
+    return wcglob.escape(path)
 
 
 async def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
