@@ -74,7 +74,7 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
             events.extend(truncation.events)
         for event in events:
             if isinstance(event, FileSnapshot):
-                referenced.update(b for b in (event.before, event.after) if b)
+                referenced.update(b for b in (event.before, event.after, event.buffer_before) if b)
             elif isinstance(event, UnknownEvent):
                 # A newer version's event may refer to blobs under any field name.
                 referenced.update(_blob_ids_in(event.data))

@@ -75,10 +75,18 @@ class Summary:
 
     def add(self, event: Event) -> None:
         """Fold one stored event into the summary."""
+        self.add_as(event, event.seq, event.ts)
+
+    def add_new(self, events: Iterable[Event], first_seq: int, ts: float) -> None:
+        """Fold events just appended, numbered from ``first_seq``, all stamped ``ts``."""
+        for seq, event in enumerate(events, first_seq):
+            self.add_as(event, seq, ts)
+
+    def add_as(self, event: Event, seq: int, ts: float) -> None:
         if self.head == 0:
-            self.created_at = event.ts
-        self.head = event.seq
-        self.updated_at = event.ts
+            self.created_at = ts
+        self.head = seq
+        self.updated_at = ts
         if type(event) is UserPrompt:
             self.turns += 1
             if not self.title:

@@ -69,6 +69,9 @@ class FileCheckpointer:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).expanduser().absolute()
+        # Plain strings: pathlib costs more per append than the lock does.
+        self._sessions_dir = os.path.join(self.root, "sessions")
+        self._locks_dir = os.path.join(self.root, "locks")
         self._made_dirs = False
         self.blobs = FileBlobStore(self.root / "blobs")
         self._index = SessionIndex(self.root)
@@ -116,8 +119,8 @@ class FileCheckpointer:
 
     # -- paths and locks
 
-    def _log_path(self, session_id: str) -> Path:
-        return self.root / "sessions" / f"{session_id}.jsonl"
+    def _log_path(self, session_id: str) -> str:
+        return f"{self._sessions_dir}/{session_id}.jsonl"
 
     def _stash_path(self, session_id: str) -> Path:
         return self.root / "truncated" / f"{session_id}.jsonl"
@@ -125,13 +128,13 @@ class FileCheckpointer:
     @contextmanager
     def _locked(self, session_id: str, create: bool = False) -> Iterator[int | None]:
         """Hold the session's lock; yield its log opened read-write (None if absent)."""
-        if not create and not self._log_path(session_id).exists():
+        if not create and not os.path.exists(self._log_path(session_id)):
             # Reading a session that does not exist creates nothing, not even a lock.
             self._states.pop(session_id, None)
             yield None
             return
         self._make_dirs()
-        with locking.hold(str(self.root / "locks" / f"{session_id}.lock")):
+        with locking.hold(f"{self._locks_dir}/{session_id}.lock"):
             flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self._log_path(session_id), flags, 0o600)
@@ -167,7 +170,7 @@ class FileCheckpointer:
             self._states[session_id] = state
             return state, []
         data = os.pread(fd, stat.st_size - state.size, state.size)
-        where = str(self._log_path(session_id))
+        where = self._log_path(session_id)
         found = framing.scan(data, partial(_decode_event, where), where)
         first = state.summary.head + 1
         seqs = [event.seq for event in found.records]
@@ -217,7 +220,7 @@ class FileCheckpointer:
             for line in lines:
                 state.offsets.append(state.size)
                 state.size += len(line)
-            state.summary.extend(ev.stamp(e, n, ts) for n, e in enumerate(events, head + 1))
+            state.summary.add_new(events, head + 1, ts)
             state.mark = lines[-1][:_MARK]
             self._index.record(session_id, state.summary)
             return state.summary.head
@@ -246,7 +249,7 @@ class FileCheckpointer:
             if fd is None:
                 raise SessionNotFound(session_id)
             self._index.pending(session_id)
-            self._log_path(session_id).unlink()
+            os.unlink(self._log_path(session_id))
             self._stash_path(session_id).unlink(missing_ok=True)
             _fsync_dir(self.root / "sessions")
             self._states.pop(session_id, None)
@@ -293,7 +296,7 @@ class FileCheckpointer:
         in place, so the log is rewritten to a new file and renamed over: a crash
         leaves the old log or the new one, never a mix.
         """
-        log = self._log_path(session_id)
+        log = Path(self._log_path(session_id))
         data = os.pread(fd, last, 0) + framing.as_last_of_batch(os.pread(fd, cut - last, last))
         tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -309,7 +312,7 @@ class FileCheckpointer:
             return [] if fd is None else self._read_stash(session_id)
 
     def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
-        where = str(self._log_path(session_id))
+        where = self._log_path(session_id)
         data = os.pread(fd, end - start, start)
         return framing.scan(data, partial(_decode_event, where), where).records
 

@@ -53,6 +53,22 @@ def _whole(line: bytes) -> bool:
     return line[:_PAYLOAD_AT] == b'{"batch":"%c","crc":"%08x","event":' % (flag, crc)
 
 
+def _all_whole(lines: list[bytes]) -> bool:
+    """:func:`_whole` for every line, in list comprehensions (a third faster)."""
+    crc32 = zlib.crc32
+    try:
+        if not {line[_FLAG_AT] for line in lines} <= _FLAGS:
+            return False
+        expected = [
+            b'{"batch":"%c","crc":"%08x","event":'
+            % (line[_FLAG_AT], crc32(line[_PAYLOAD_AT:-1], line[_FLAG_AT]))
+            for line in lines
+        ]
+    except IndexError:  # a line too short to hold a flag
+        return False
+    return expected == [line[:_PAYLOAD_AT] for line in lines]
+
+
 @attrs.define
 class Scan:
     """Records read from a run of bytes, and where the committed ones end.
@@ -81,7 +97,7 @@ def scan(data: bytes, decode: Callable[[list[Any]], list[T]], where: str) -> Sca
         return Scan([], [], 0, bool(tail))
     # The common case, an undamaged log, in a few C-level passes: check every
     # line, then parse them all with one call.
-    if lines[-1][_FLAG_AT : _FLAG_AT + 1] in (b"1", b"e") and all(map(_whole, lines)):
+    if lines[-1][_FLAG_AT : _FLAG_AT + 1] in (b"1", b"e") and _all_whole(lines):
         try:
             parsed = orjson.loads(b"[" + b",".join(lines) + b"]")
         except orjson.JSONDecodeError:
