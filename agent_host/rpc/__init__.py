@@ -1,4 +1,3 @@
-"""The wire contract: method names, params/results, error codes, converter, schema.
-
-Only the error codes exist so far; the methods arrive with the stdio server.
-"""
+"""The wire contract: method names (``methods``), params and results as attrs types
+(``types``), the camelCase converter (``converter``), error codes (``errors``) and
+the JSON Schema generated from the types (``schema``)."""
