@@ -28,7 +28,8 @@ from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.host import AgentHost, new_session_id
 from ..session.model import TextDelta
-from ..session.workspace import DiskWorkspace
+from ..session.workspace import DiskWorkspace, Workspace
+from .editor import EditorWorkspace, collect_unreverted
 from .protocol import AgentProtocol, plain_params_converter, to_wire
 
 log = logging.getLogger(__name__)
@@ -145,11 +146,14 @@ def create_server() -> AgentServer:
         if not roots:
             roots = [Path.cwd()]
         options = server.options
+        workspace: Workspace = DiskWorkspace(roots)
+        if server.client_supports("workspace", "apply_edit"):
+            workspace = EditorWorkspace(server, workspace)  # else: disk-only
         server.host = AgentHost(
             store=options.store,
             model=options.model or DEFAULT_MODEL,
             approval=options.approval,
-            workspace=DiskWorkspace(roots),
+            workspace=workspace,
             permission=server.ask_permission,  # type: ignore[arg-type]
             on_event=server.relay,
         )
@@ -239,15 +243,17 @@ def create_server() -> AgentServer:
 
     @method(methods.RESTORE, rpc.RestoreParams)
     async def restore(params: rpc.RestoreParams) -> rpc.RestoreResult:
-        done = await server.agent().restore(
-            params.session_id, params.seq, files=params.files, conversation=params.conversation
-        )
-        return rpc.RestoreResult(done.restored_files, done.removed_events)
+        with collect_unreverted() as unreverted:
+            done = await server.agent().restore(
+                params.session_id, params.seq, files=params.files, conversation=params.conversation
+            )
+        return rpc.RestoreResult(done.restored_files, done.removed_events, unreverted.paths)
 
     @method(methods.UNDO_RESTORE, rpc.SessionParams)
     async def undo_restore(params: rpc.SessionParams) -> rpc.UndoRestoreResult:
-        done = await server.agent().undo_restore(params.session_id)
-        return rpc.UndoRestoreResult(done.restored_files, done.restored_events)
+        with collect_unreverted() as unreverted:
+            done = await server.agent().undo_restore(params.session_id)
+        return rpc.UndoRestoreResult(done.restored_files, done.restored_events, unreverted.paths)
 
     @method(methods.COMPACT, rpc.CompactParams)
     async def compact(params: rpc.CompactParams) -> rpc.CompactResult:

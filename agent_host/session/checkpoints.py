@@ -55,6 +55,21 @@ def files_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]
     return content
 
 
+def buffers_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]:
+    """Per path changed at or after ``seq``: an open buffer's unsaved text (a blob id)
+    at that moment, None when the buffer matched the file (or none was open).
+
+    Taken from the same snapshot as :func:`files_to_restore`. A jump records the
+    buffer as it was before the jump, not the one it left, so for a jump it is None:
+    the buffer follows the file.
+    """
+    text: dict[str, str | None] = {}
+    for event in events:
+        if event.seq >= seq and type(event) is FileSnapshot and event.path not in text:
+            text[event.path] = None if event.jump else event.buffer_before
+    return text
+
+
 def check_checkpoint(events: Sequence[Event], session_id: str, seq: int) -> UserPrompt:
     for event in events:
         if event.seq == seq and type(event) is UserPrompt:

@@ -20,7 +20,14 @@ import attrs
 
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
-from .checkpoints import Checkpoint, check_checkpoint, checkpoints, files_to_restore, last_restore
+from .checkpoints import (
+    Checkpoint,
+    buffers_to_restore,
+    check_checkpoint,
+    checkpoints,
+    files_to_restore,
+    last_restore,
+)
 from .compaction import CompactResult, compact_session
 from .conversation import messages_with_seqs, to_messages
 from .errors import CapabilityUnsupported, TurnInProgress
@@ -31,7 +38,7 @@ from .providers import open_provider
 from .state import SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import EventSink, TokenUsage, TurnResult, TurnSettings, run_turn
-from .workspace import DiskWorkspace, Workspace
+from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, DiskWorkspace, Workspace, unsaved_bytes
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
@@ -210,12 +217,18 @@ class AgentHost:
         await state.refresh()
         check_checkpoint(state.events, session_id, seq)
         changes = []
+        buffers = buffers_to_restore(state.events, seq) if files else {}
         for path, target in files_to_restore(state.events, seq).items() if files else ():
-            current = await self.workspace.read_bytes(path)
-            current_id = None if current is None else await self.store.blobs.put(current)
-            if current_id != target:
+            current_id, unsaved_id, open_buffer = await self._now(path)
+            if current_id != target or (open_buffer and unsaved_id != buffers[path]):
                 changes.append(
-                    ev.FileSnapshot(path=path, before=current_id, after=target, jump=True)
+                    ev.FileSnapshot(
+                        path=path,
+                        before=current_id,
+                        after=target,
+                        buffer_before=unsaved_id,
+                        jump=True,
+                    )
                 )
         # Conversation only: the removed turns' edits stay on disk, so their snapshots
         # stay in the log, or a later restore to an earlier point would miss them.
@@ -230,7 +243,7 @@ class AgentHost:
             to_seq=seq - 1, files=files, conversation=conversation, truncation=truncation
         )
         await state.append([record, *changes, *(carried if conversation else [])])
-        await self._apply(changes)
+        await self._apply(changes, buffers)
         return RestoreResult([c.path for c in changes], removed)
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
@@ -246,23 +259,47 @@ class AgentHost:
             back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
         changes = []
         for change in made:
-            current = await self.workspace.read_bytes(change.path)
-            current_id = None if current is None else await self.store.blobs.put(current)
+            current_id, unsaved_id, _ = await self._now(change.path)
             changes.append(
-                ev.FileSnapshot(path=change.path, before=current_id, after=change.before, jump=True)
+                ev.FileSnapshot(
+                    path=change.path,
+                    before=current_id,
+                    after=change.before,
+                    buffer_before=unsaved_id,
+                    jump=True,
+                )
             )
         await state.truncate(restore.seq - 1)
         await state.append([*back, ev.RestoreUndone(restore_seq=restore.seq), *changes])
-        await self._apply(changes)
+        await self._apply(changes, {c.path: c.buffer_before for c in made})
         return UndoResult([c.path for c in changes], len(back))
 
-    async def _apply(self, changes: list[ev.FileSnapshot]) -> None:
+    async def _now(self, path: str) -> tuple[str | None, str | None, bool]:
+        """``path`` as it is: its blob on disk, an open buffer's unsaved text (a blob,
+        None if it matches the disk), and whether a buffer is open at all."""
+        current = await self.workspace.read_disk(path)
+        current_id = None if current is None else await self.store.blobs.put(current)
+        buffer = await self.workspace.buffer_text(path)
+        unsaved = unsaved_bytes(buffer, current)
+        unsaved_id = None if unsaved is None else await self.store.blobs.put(unsaved)
+        return current_id, unsaved_id, buffer is not None
+
+    async def _apply(
+        self, changes: list[ev.FileSnapshot], buffers: Mapping[str, str | None]
+    ) -> None:
+        """Write each file; an open buffer that had unsaved text (``buffers``, blob ids)
+        gets that back, any other follows the file."""
         for change in changes:
+            text_id = buffers.get(change.path)
+            text = None
+            if text_id is not None:
+                data = await self.store.blobs.get(text_id)
+                text = data.decode(BUFFER_ENCODING, BUFFER_ERRORS)
             if change.after is None:
-                await self.workspace.delete(change.path)
+                await self.workspace.delete(change.path, buffer=text)
             else:
                 await self.workspace.write_bytes(
-                    change.path, await self.store.blobs.get(change.after)
+                    change.path, await self.store.blobs.get(change.after), buffer=text
                 )
 
     # -- compaction

@@ -24,7 +24,7 @@ from .pricing import cost as price_of
 from .providers import RAW_ARGUMENTS_KEY
 from .state import SessionState
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
-from .workspace import Workspace
+from .workspace import Workspace, unsaved_bytes
 
 log = logging.getLogger(__name__)
 
@@ -203,15 +203,21 @@ class _Turn:
         await _emit(self.settings, self.state.id, self.state.events[-1])
 
     async def _change_file(self, path: str, data: bytes | None) -> None:
-        """Write-ahead: the old and new content are stored and logged before the write."""
+        """Write-ahead: the old and new content are stored and logged before the write.
+
+        ``before`` is the file on disk; an open editor buffer with unsaved edits is
+        kept too (``buffer_before``), so a restore brings back both.
+        """
         workspace = self.settings.workspace
         relative = workspace.relative(workspace.resolve(path))
-        before = await workspace.read_bytes(path)
+        before = await workspace.read_disk(path)
+        unsaved = unsaved_bytes(await workspace.buffer_text(path), before)
         blobs = self.state.store.blobs
         snapshot = ev.FileSnapshot(
             path=relative,
             before=None if before is None else await blobs.put(before),
             after=None if data is None else await blobs.put(data),
+            buffer_before=None if unsaved is None else await blobs.put(unsaved),
         )
         await self.state.append([snapshot])
         if data is None:

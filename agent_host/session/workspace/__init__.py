@@ -12,13 +12,15 @@ an editor, where an ``EditorWorkspace`` sends writes through LSP
 - :mod:`.shell`: running commands in their own process group.
 """
 
-from .base import CommandResult, Workspace
+from .base import BUFFER_ENCODING, BUFFER_ERRORS, CommandResult, Workspace, unsaved_bytes
 from .disk import DiskWorkspace
 from .listing import compile_glob, list_in_roots, walk_files
 from .paths import relative_in_roots, resolve_in_roots
 from .shell import run_shell
 
 __all__ = [
+    "BUFFER_ENCODING",
+    "BUFFER_ERRORS",
     "CommandResult",
     "DiskWorkspace",
     "Workspace",
@@ -27,5 +29,6 @@ __all__ = [
     "relative_in_roots",
     "resolve_in_roots",
     "run_shell",
+    "unsaved_bytes",
     "walk_files",
 ]

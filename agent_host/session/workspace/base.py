@@ -38,15 +38,31 @@ class Workspace(Protocol):
         ...
 
     async def read_bytes(self, path: str) -> bytes | None:
-        """The file's content, None if it does not exist; ToolError for a directory."""
+        """The file's content, None if it does not exist; ToolError for a directory.
+
+        What the user sees: in an editor, an open buffer's text, unsaved edits included.
+        """
         ...
 
-    async def write_bytes(self, path: str, data: bytes) -> None:
-        """Replace the file's content atomically, creating parent directories."""
+    async def read_disk(self, path: str) -> bytes | None:
+        """The file's content as saved on disk, whatever an editor buffer shows."""
         ...
 
-    async def delete(self, path: str) -> None:
-        """Remove the file; a file that does not exist is fine."""
+    async def buffer_text(self, path: str) -> str | None:
+        """The text of an open editor buffer of the file, None if none is open."""
+        ...
+
+    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
+        """Replace the file's content atomically, creating parent directories.
+
+        Open editor buffers of the file are brought to the new content -- or to
+        ``buffer`` when given: the unsaved text a restore puts back.
+        """
+        ...
+
+    async def delete(self, path: str, *, buffer: str | None = None) -> None:
+        """Remove the file; a file that does not exist is fine. ``buffer``: as for
+        :meth:`write_bytes` (an unsaved buffer of a file that was not on disk)."""
         ...
 
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
@@ -58,3 +74,16 @@ class Workspace(Protocol):
     ) -> CommandResult:
         """Run ``command`` with ``/bin/sh -c`` in the first root."""
         ...
+
+
+BUFFER_ENCODING = "utf-8"
+BUFFER_ERRORS = "surrogatepass"
+"""How buffer text becomes bytes (for reads and blobs) and back, losslessly."""
+
+
+def unsaved_bytes(buffer: str | None, saved: bytes | None) -> bytes | None:
+    """An open buffer's text as bytes when it differs from the saved file, else None."""
+    if buffer is None:
+        return None
+    data = buffer.encode(BUFFER_ENCODING, BUFFER_ERRORS)
+    return None if data == saved else data

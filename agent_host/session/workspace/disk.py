@@ -44,11 +44,18 @@ class DiskWorkspace:
         real = self.resolve(path)
         return await asyncio.to_thread(_read_file, real, path)
 
-    async def write_bytes(self, path: str, data: bytes) -> None:
+    async def read_disk(self, path: str) -> bytes | None:
+        return await self.read_bytes(path)
+
+    async def buffer_text(self, path: str) -> str | None:
+        return None  # no editor: no buffers
+
+    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
+        # ``buffer`` is for editor buffers; there are none here.
         real = self.resolve(path)
         await asyncio.to_thread(_write_atomic, real, bytes(data), path)
 
-    async def delete(self, path: str) -> None:
+    async def delete(self, path: str, *, buffer: str | None = None) -> None:
         real = self.resolve(path)
         await asyncio.to_thread(_delete_file, real, path)
 
