@@ -272,10 +272,17 @@ def _check_run(args: argparse.Namespace) -> str | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .server.app import create_server
+    import gc
 
+    from .server.app import create_server
+    from .server.stdio import ChunkedStdin
+
+    server = create_server()
+    # The start-up imports live as long as the process: keeping them out of the
+    # collector's sweeps saves tens of ms per full collection during turns.
+    gc.freeze()
     # stdout carries the protocol: nothing else may write to it.
-    create_server().start_io()
+    server.start_io(stdin=ChunkedStdin(sys.stdin.buffer), stdout=sys.stdout.buffer)
     return EXIT_OK
 
 

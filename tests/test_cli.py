@@ -229,11 +229,11 @@ def test_run_json_prints_each_event_and_the_result(project, store, script):
     assert all(line["sessionId"] == session for line in lines)
     result = lines[-1]["data"]
     assert result["stopReason"] == "end_turn" and result["checkpoint"] == 2
-    assert result["text"] == "I'll make greet polite.Done: greet says Hello now."
-    assert (
-        "".join(line["data"]["text"] for line in lines if line["kind"] == "text_delta")
-        == result["text"]
-    )
+    assert result["text"] == "I'll make greet polite.\n\nDone: greet says Hello now."
+    # The deltas are the two model calls' texts; the result joins the calls' texts
+    # as paragraphs.
+    deltas = "".join(line["data"]["text"] for line in lines if line["kind"] == "text_delta")
+    assert deltas == result["text"].replace("\n\n", "")
     snapshot = next(line["data"] for line in lines if line["kind"] == "file_snapshot")
     assert snapshot["path"] == "greet.py"
 

@@ -31,6 +31,7 @@ class InitializationOptions:
 @attrs.define
 class NewParams:
     model: str | None = None
+    """The session's model (default: the server's); its turns use it."""
     title: str | None = None
 
 
@@ -53,6 +54,7 @@ class SendParams:
     session_id: str | None = None
     """Omitted: a new session."""
     model: str | None = None
+    """This turn's model, instead of the one the session was started with."""
     context: list[ContextItem] = attrs.field(factory=list)
 
 
@@ -83,8 +85,6 @@ class SessionParams:
 
 @attrs.define
 class ListParams:
-    workspace: str | None = None
-    """Only sessions started in this folder."""
     limit: int | None = None
     cursor: str | None = None
     """nextCursor of the previous page."""

@@ -49,6 +49,8 @@ class AgentServer(LanguageServer):
         )
         self.host: AgentHost | None = None
         self.options = rpc.InitializationOptions()
+        self.progress_sessions: dict[str, str] = {}
+        """Work-done progress tokens of running turns, by token: cancelling one cancels its turn."""
 
     def agent(self) -> AgentHost:
         if self.host is None:
@@ -146,17 +148,28 @@ def create_server() -> AgentServer:
         if not roots:
             roots = [Path.cwd()]
         options = server.options
-        workspace: Workspace = DiskWorkspace(roots)
-        if server.client_supports("workspace", "apply_edit"):
-            workspace = EditorWorkspace(server, workspace)  # else: disk-only
-        server.host = AgentHost(
-            store=options.store,
-            model=options.model or DEFAULT_MODEL,
-            approval=options.approval,
-            workspace=workspace,
-            permission=server.ask_permission,  # type: ignore[arg-type]
-            on_event=server.relay,
-        )
+        try:
+            workspace: Workspace = DiskWorkspace(roots)
+            if server.client_supports("workspace", "apply_edit"):
+                workspace = EditorWorkspace(server, workspace)  # else: disk-only
+            server.host = AgentHost(
+                store=options.store,
+                model=options.model or DEFAULT_MODEL,
+                approval=options.approval,
+                workspace=workspace,
+                permission=server.ask_permission,  # type: ignore[arg-type]
+                on_event=server.relay,
+            )
+        except OSError as exc:  # a workspace or store folder that cannot be used
+            raise to_wire(InvalidParams(f"cannot start: {exc}")) from None
+        except Exception as exc:  # a store URL no backend knows, a bad price table
+            raise to_wire(exc) from None
+
+    @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    async def progress_cancelled(params: lsp.WorkDoneProgressCancelParams) -> None:
+        session_id = server.progress_sessions.pop(str(params.token), None)
+        if session_id is not None and server.host is not None:
+            await server.host.cancel(session_id)
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(params: Any) -> None:
@@ -186,8 +199,8 @@ def create_server() -> AgentServer:
                 for c in params.context
             )
             prompt = f"{prompt}\n\n{shown}"
-        async with _progress(server, f"agent-host: {params.prompt[:40]}"):
-            result = await host.send(prompt, session_id=session_id)
+        async with _progress(server, f"agent-host: {params.prompt[:40]}", session_id):
+            result = await host.send(prompt, session_id=session_id, model=params.model)
         return rpc.SendResult(
             session_id=result.session_id,
             checkpoint=result.checkpoint,
@@ -209,9 +222,11 @@ def create_server() -> AgentServer:
 
     @method(methods.LIST, rpc.ListParams)
     async def list_sessions(params: rpc.ListParams) -> rpc.ListResult:
+        if params.limit is not None and params.limit < 1:
+            raise InvalidParams("limit: must be 1 or more (omit it for every session)")
         infos = await server.agent().list_sessions()
         start = _cursor(params.cursor)
-        end = len(infos) if params.limit is None else start + max(params.limit, 0)
+        end = len(infos) if params.limit is None else start + params.limit
         page = [
             rpc.SessionSummary(
                 i.id, i.title, _iso(i.created_at), _iso(i.updated_at), i.turns, i.head
@@ -273,11 +288,15 @@ def _cursor(cursor: str | None) -> int:
 
 
 class _progress:
-    """Work-done progress around a long request, when the client supports it."""
+    """Work-done progress around a long request, when the client supports it.
 
-    def __init__(self, server: AgentServer, title: str) -> None:
+    With a ``session_id`` the progress is cancellable: cancelling it cancels the turn.
+    """
+
+    def __init__(self, server: AgentServer, title: str, session_id: str | None = None) -> None:
         self.server = server
         self.title = title
+        self.session_id = session_id
         self.token: str | None = None
 
     async def __aenter__(self) -> None:
@@ -290,10 +309,14 @@ class _progress:
             log.debug("no work-done progress: %s", exc)
             return
         self.token = token
+        cancellable = self.session_id is not None
+        if cancellable:
+            self.server.progress_sessions[token] = self.session_id  # type: ignore[assignment]
         self.server.work_done_progress.begin(
-            token, lsp.WorkDoneProgressBegin(title=self.title, cancellable=True)
+            token, lsp.WorkDoneProgressBegin(title=self.title, cancellable=cancellable)
         )
 
     async def __aexit__(self, *exc: object) -> None:
         if self.token is not None:
+            self.server.progress_sessions.pop(self.token, None)
             self.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import (
@@ -34,7 +35,8 @@ def plain_params_converter():
     converter = default_converter()
 
     def keep(obj: dict[str, Any], cls: type) -> Any:
-        return cls(**obj)
+        # Members JSON-RPC does not define are ignored, not a reason to drop the message.
+        return cls(**{f.name: obj[f.name] for f in attrs.fields(cls) if f.name in obj})
 
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(cls, keep)
@@ -42,7 +44,40 @@ def plain_params_converter():
 
 
 class AgentProtocol(LanguageServerProtocol):
-    """Adds ``capabilities.experimental.agentHost`` to the initialize result."""
+    """pygls's protocol, answering every request, and advertising the agent.
+
+    pygls structures messages in ``json.loads``'s object hook, which runs on every
+    nested object too: params holding an object with a "jsonrpc" key were taken
+    for a message, and a request whose params failed to structure was dropped
+    unanswered. Here the hook leaves objects as parsed, and the whole message is
+    structured once in ``handle_message``, where a failure can still be answered.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        return data
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, dict):
+            try:
+                message = super().structure_message(message)
+            except Exception as exc:
+                self._refuse(message, exc)
+                return
+        if not hasattr(message, "jsonrpc"):
+            log.warning("ignored a message that is not a JSON-RPC object: %.200r", message)
+            return
+        super().handle_message(message)
+
+    def _refuse(self, message: dict[str, Any], exc: Exception) -> None:
+        msg_id = message.get("id")
+        log.warning("unusable message %.200r: %s", message, exc)
+        if msg_id is None or "method" not in message or not isinstance(msg_id, (int, str)):
+            return  # a notification or a response: nobody waits for an answer
+        code = ErrorCode.INVALID_PARAMS if "params" in message else ErrorCode.INTERNAL_ERROR
+        error = types.ResponseError(
+            code=int(code), message=f"invalid params for {message.get('method')!r}"
+        )
+        self._send_response(msg_id, error=error)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]

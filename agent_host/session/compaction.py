@@ -14,8 +14,7 @@ from . import events as ev
 from .conversation import estimate_tokens, summary_text, to_messages
 from .model import ModelProvider, ModelRequest, TextDelta, UsageReport
 from .pricing import cost as price_of
-from .state import SessionState
-from .turn import EventSink
+from .state import SessionState, tell
 
 INSTRUCTIONS = (
     "Summarise the conversation above for your own future use: the user's goals, "
@@ -42,7 +41,7 @@ class CompactionProgress:
 
 
 async def compact_session(
-    state: SessionState, provider: ModelProvider, emit: EventSink, instructions: str | None
+    state: SessionState, provider: ModelProvider, instructions: str | None
 ) -> CompactResult:
     messages = to_messages(state.events)
     before = estimate_tokens(messages)
@@ -50,7 +49,9 @@ async def compact_session(
     if len(prompts) < 2:
         return CompactResult(before, before, compacted=False)
     last_seq = prompts[-1] - 1
-    await _say(emit, state.id, CompactionProgress("started", f"summarising seqs 1-{last_seq}"))
+    await tell(
+        state.listener, state.id, CompactionProgress("started", f"summarising seqs 1-{last_seq}")
+    )
     older = to_messages(e for e in state.events if e.seq <= last_seq or type(e) is ev.Compaction)
     ask = INSTRUCTIONS + (f"\n\nAlso: {instructions}" if instructions else "")
     request = ModelRequest(
@@ -60,7 +61,7 @@ async def compact_session(
     )
     parts: list[str] = []
     usage: UsageReport | None = None
-    await _say(emit, state.id, CompactionProgress("summarising"))
+    await tell(state.listener, state.id, CompactionProgress("summarising"))
     async for item in provider.stream(request):
         if isinstance(item, TextDelta):
             parts.append(item.text)
@@ -89,11 +90,5 @@ async def compact_session(
             )
         )
     await state.append(records)
-    await _say(emit, state.id, CompactionProgress("done", f"{before} -> {after} tokens"))
+    await tell(state.listener, state.id, CompactionProgress("done", f"{before} -> {after} tokens"))
     return CompactResult(before, after)
-
-
-async def _say(emit: EventSink, session_id: str, progress: CompactionProgress) -> None:
-    maybe = emit(session_id, progress)
-    if maybe is not None:
-        await maybe

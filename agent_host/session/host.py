@@ -35,9 +35,9 @@ from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
 from .providers import open_provider
-from .state import SessionState
+from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
-from .turn import EventSink, TokenUsage, TurnResult, TurnSettings, run_turn
+from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
 from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, DiskWorkspace, Workspace, unsaved_bytes
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
@@ -73,7 +73,7 @@ class AgentHost:
         workspace: Workspace | None = None,
         provider: ModelProvider | None = None,
         permission: PermissionCallback | None = None,
-        on_event: EventSink | None = None,
+        on_event: Listener | None = None,
         system_prompt: str | None = None,
         max_turns: int = 50,
         prices: Mapping[str, Any] | None = None,
@@ -88,8 +88,9 @@ class AgentHost:
         self._owns_store = not hasattr(store, "append")
         self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
         self.workspace = workspace or DiskWorkspace([Path(workdir or os.getcwd())])
-        self._provider = provider
         self.model = provider.model if provider else model
+        self._injected = provider
+        self._providers: dict[str, ModelProvider] = {}
         self.approval = check_approval(approval)
         self._permission = permission
         self._on_event = on_event
@@ -138,25 +139,30 @@ class AgentHost:
 
     async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""
-        state = await self._state(session_id or self.session_id)
+        state = await self._state(self._sid(session_id))
         return limit_messages(to_messages(state.events), limit)
 
     async def session_cost(self, session_id: str | None = None) -> float:
         """Money spent in the session so far (USD)."""
-        return _total_cost((await self._state(session_id or self.session_id)).events)
+        return _total_cost((await self._state(self._sid(session_id))).events)
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        return checkpoints((await self._state(session_id or self.session_id)).events)
+        return checkpoints((await self._state(self._sid(session_id))).events)
 
     # -- turns
 
-    async def send(self, prompt: str, session_id: str | None = None) -> TurnResult:
-        """Run one turn. A second send to a session with a turn running raises TurnInProgress."""
+    async def send(
+        self, prompt: str, session_id: str | None = None, model: str | None = None
+    ) -> TurnResult:
+        """Run one turn. A second send to a session with a turn running raises TurnInProgress.
+
+        ``model`` overrides, for this turn, the model the session was started with.
+        """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
-        sid = check_session_id(session_id) if session_id else self.session_id
+        sid = self._sid(session_id)
         self._refuse_if_running(sid)
-        task = asyncio.create_task(self._run(sid, prompt))
+        task = asyncio.create_task(self._run(sid, prompt, model))
         self._turns[sid] = task
         try:
             result = await asyncio.shield(task)
@@ -178,29 +184,29 @@ class AgentHost:
 
     async def cancel(self, session_id: str | None = None) -> bool:
         """Cancel the running turn; its send returns with stop_reason "cancelled"."""
-        task = self._turns.get(session_id or self.session_id)
+        task = self._turns.get(self._sid(session_id))
         if task is None or task.done():
             return False
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return True
 
-    async def _run(self, sid: str, prompt: str) -> TurnResult:
+    async def _run(self, sid: str, prompt: str, model: str | None) -> TurnResult:
         state = await self._state(sid)
+        provider = self._get_provider(model or _started_model(state.events))
         if sid == self.session_id and not self._loaded_cost:
             self.cost = _total_cost(state.events)
             self._loaded_cost = True
         limit = int(self.context_window * self.auto_compact) if self.auto_compact else None
         settings = TurnSettings(
-            provider=self._get_provider(),
+            provider=provider,
             workspace=self.workspace,
             gate=self._gate(sid),
-            emit=self._emit,
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
             prices=self.prices,
             compact_at_tokens=limit,
-            compact=lambda: compact_session(state, self._get_provider(), self._emit, None),
+            compact=lambda: compact_session(state, provider, None),
         )
         return await run_turn(state, prompt, settings)
 
@@ -214,7 +220,6 @@ class AgentHost:
             raise ValueError("restore needs files, conversation or both")
         self._refuse_if_running(session_id)
         state = await self._state(session_id)
-        await state.refresh()
         check_checkpoint(state.events, session_id, seq)
         changes = []
         buffers = buffers_to_restore(state.events, seq) if files else {}
@@ -248,10 +253,9 @@ class AgentHost:
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
         """Undo the last restore: files and conversation as they were before it."""
-        sid = session_id or self.session_id
+        sid = self._sid(session_id)
         self._refuse_if_running(sid)
         state = await self._state(sid)
-        await state.refresh()
         restore, made = last_restore(state.events)
         back: list[ev.Event] = []
         if restore.conversation and restore.truncation is not None:
@@ -270,7 +274,10 @@ class AgentHost:
                 )
             )
         await state.truncate(restore.seq - 1)
-        await state.append([*back, ev.RestoreUndone(restore_seq=restore.seq), *changes])
+        # The conversation comes back as it was: history, not news for listeners.
+        await state.append(
+            [*back, ev.RestoreUndone(restore_seq=restore.seq), *changes], untold=len(back)
+        )
         await self._apply(changes, {c.path: c.buffer_before for c in made})
         return UndoResult([c.path for c in changes], len(back))
 
@@ -308,11 +315,11 @@ class AgentHost:
         self, instructions: str | None = None, session_id: str | None = None
     ) -> CompactResult:
         """Summarise the older part of the conversation; atomic if the model fails."""
-        sid = session_id or self.session_id
+        sid = self._sid(session_id)
         self._refuse_if_running(sid)
         state = await self._state(sid)
-        await state.refresh()
-        return await compact_session(state, self._get_provider(), self._emit, instructions)
+        provider = self._get_provider(_started_model(state.events))
+        return await compact_session(state, provider, instructions)
 
     # -- the OpenAI Agents SDK's Session protocol, on the current session
 
@@ -326,7 +333,6 @@ class AgentHost:
     async def pop_item(self) -> dict | None:
         state = await self._state(self.session_id)
         self._refuse_if_running(self.session_id)
-        await state.refresh()
         messages, seqs = messages_with_seqs(state.events)
         if not messages:
             return None
@@ -337,7 +343,6 @@ class AgentHost:
         """Empty the current session (its events stay retrievable in the store)."""
         state = await self._state(self.session_id)
         self._refuse_if_running(self.session_id)
-        await state.refresh()
         if state.head:
             await state.truncate(0)
 
@@ -346,20 +351,25 @@ class AgentHost:
         for task in list(self._turns.values()):
             task.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
-        if self._provider is not None:
-            await self._provider.close()
+        for provider in [*self._providers.values(), *filter(None, [self._injected])]:
+            await provider.close()
         if self._owns_store:
             await self.store.close()
 
     # -- internals
 
     async def _state(self, session_id: str) -> SessionState:
+        """The session, brought up to date with what other writers appended."""
         state = self._states.get(session_id)
         if state is None:
-            state = SessionState(self.store, check_session_id(session_id))
-            await state.refresh()
+            state = SessionState(self.store, check_session_id(session_id), listener=self._emit)
             self._states[session_id] = state
+        await state.refresh()
         return state
+
+    def _sid(self, session_id: str | None) -> str:
+        """The session a call is about: the current one only when none is named."""
+        return self.session_id if session_id is None else check_session_id(session_id)
 
     def _gate(self, session_id: str) -> Gate:
         gate = self._gates.get(session_id)
@@ -367,10 +377,17 @@ class AgentHost:
             gate = self._gates[session_id] = Gate(self.approval, self._permission)
         return gate
 
-    def _get_provider(self) -> ModelProvider:
-        if self._provider is None:
-            self._provider = open_provider(self.model, **self._endpoint)
-        return self._provider
+    def _get_provider(self, model: str | None = None) -> ModelProvider:
+        """The provider for ``model`` (default: the host's), opened once and kept.
+
+        A provider passed to the constructor answers for every model."""
+        if self._injected is not None:
+            return self._injected
+        name = model or self.model
+        provider = self._providers.get(name)
+        if provider is None:
+            provider = self._providers[name] = open_provider(name, **self._endpoint)
+        return provider
 
     async def _emit(self, session_id: str, item: object) -> None:
         if self._on_event is not None:
@@ -390,6 +407,14 @@ class AgentHost:
             raise CapabilityUnsupported(
                 f"{what} needs stored sessions, but this host was created with sessions=False"
             )
+
+
+def _started_model(events: list[ev.Event]) -> str | None:
+    """The model a session was started with, if it recorded one."""
+    for event in events[:2]:
+        if type(event) is ev.SessionStarted:
+            return event.model
+    return None
 
 
 def _total_cost(events: list[ev.Event]) -> float:

@@ -9,7 +9,8 @@ is reloaded first.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import attrs
@@ -18,6 +19,10 @@ from . import events as ev
 from .store import Checkpointer
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+Listener = Callable[[str, object], Awaitable[None] | None]
 
 
 @attrs.define
@@ -25,6 +30,11 @@ class SessionState:
     store: Checkpointer
     id: str
     events: list[ev.Event] = attrs.field(factory=list)
+    listener: Listener | None = None
+    """Told of every event this state appends, as the store recorded it."""
+    _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False, repr=False)
+    """One change at a time: a read refreshing the copy while a turn appends to it
+    would otherwise add the turn's events twice."""
 
     @property
     def head(self) -> int:
@@ -36,6 +46,10 @@ class SessionState:
 
     async def refresh(self) -> None:
         """Pick up whatever other writers appended (or cut) since we last looked."""
+        async with self._lock:
+            await self._refresh()
+
+    async def _refresh(self) -> None:
         if self.events:
             # Our last event still in place means the log only grew since.
             newer = await self.store.read(self.id, since_seq=self.head - 1)
@@ -44,12 +58,23 @@ class SessionState:
                 return
         self.events = await self.store.read(self.id)
 
-    async def append(self, events: Sequence[ev.Event]) -> int:
+    async def append(self, events: Sequence[ev.Event], untold: int = 0) -> int:
         """Append at the head we know; the new head. A cancel cannot split it:
-        a write once started is finished and accounted for before the cancel lands."""
-        return await finish_even_if_cancelled(self._append(list(events)))
+        a write once started is finished and accounted for before the cancel lands.
+
+        The listener hears of each appended event but the first ``untold``.
+        """
+        first = len(self.events)
+        head = await finish_even_if_cancelled(self._append(list(events)))
+        for event in self.events[first + untold :]:
+            await tell(self.listener, self.id, event)
+        return head
 
     async def _append(self, events: list[ev.Event]) -> int:
+        async with self._lock:
+            return await self._append_locked(events)
+
+    async def _append_locked(self, events: list[ev.Event]) -> int:
         known = self.head
         head = await self.store.append(self.id, events, expected_head=known)
         # Read back what the store recorded (its seqs and timestamps).
@@ -60,11 +85,26 @@ class SessionState:
         """Cut the log back to ``seq``; the truncation id (its events stay retrievable)."""
 
         async def cut() -> int:
-            truncation = await self.store.truncate(self.id, seq, expected_head=self.head)
-            del self.events[seq:]
-            return truncation.id
+            async with self._lock:
+                truncation = await self.store.truncate(self.id, seq, expected_head=self.head)
+                del self.events[seq:]
+                return truncation.id
 
         return await finish_even_if_cancelled(cut())
+
+
+async def tell(listener: Listener | None, session_id: str, item: object) -> None:
+    """Tell a listener (the server, a UI); one that fails never breaks the engine."""
+    if listener is None:
+        return
+    try:
+        maybe = listener(session_id, item)
+        if maybe is not None:
+            await maybe
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("event listener failed on %s", type(item).__name__)
 
 
 async def finish_even_if_cancelled(work: Awaitable[T]) -> T:

@@ -22,14 +22,13 @@ from .errors import CheckpointConflictError
 from .model import Finish, ModelProvider, ModelRequest, TextDelta, ToolCallRequest, UsageReport
 from .pricing import cost as price_of
 from .providers import RAW_ARGUMENTS_KEY
-from .state import SessionState
+from .state import SessionState, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
 from .workspace import Workspace, unsaved_bytes
 
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
-EventSink = Callable[[str, object], Awaitable[None] | None]
 
 
 @attrs.define
@@ -55,7 +54,6 @@ class TurnSettings:
     provider: ModelProvider
     workspace: Workspace
     gate: Gate
-    emit: EventSink
     system_prompt: str | None = None
     max_turns: int = 50
     prices: dict[str, Any] | None = None
@@ -78,7 +76,6 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
         opening.append(ev.UserPrompt(text=prompt))
         turn.start = state.head
         turn.checkpoint = await state.append(opening)
-        await _emit(settings, state.id, state.events[-1])
         stop_reason = await turn.loop()
     except asyncio.CancelledError:
         await turn.close("cancelled")
@@ -134,7 +131,7 @@ class _Turn:
         async for item in self.settings.provider.stream(request):
             if isinstance(item, TextDelta):
                 self.streaming.append(item.text)
-                await _emit(self.settings, self.state.id, item)
+                await tell(self.state.listener, self.state.id, item)
             elif isinstance(item, ToolCallRequest):
                 calls.append(item)
             elif isinstance(item, UsageReport):
@@ -148,12 +145,9 @@ class _Turn:
         ]
         if usage is not None:
             records.append(self._usage(usage))
-        first = self.state.head + 1
         await self.state.append(records)
         self.streaming = None
         self.texts.append(text)
-        for event in self.state.events[first - 1 :]:
-            await _emit(self.settings, self.state.id, event)
         return calls, finish
 
     def _usage(self, usage: UsageReport) -> ev.Usage:
@@ -200,7 +194,6 @@ class _Turn:
             call_id=call.call_id, output=outcome.output, is_error=outcome.is_error
         )
         await self.state.append([result])
-        await _emit(self.settings, self.state.id, self.state.events[-1])
 
     async def _change_file(self, path: str, data: bytes | None) -> None:
         """Write-ahead: the old and new content are stored and logged before the write.
@@ -224,7 +217,6 @@ class _Turn:
             await workspace.delete(path)
         else:
             await workspace.write_bytes(path, data)
-        await _emit(self.settings, self.state.id, self.state.events[-1])
 
     async def close(self, stop_reason: str) -> None:
         """End the turn in the log: partial text kept, every open call answered."""
@@ -251,29 +243,16 @@ class _Turn:
                 )
         records.append(ev.TurnEnd(stop_reason=stop_reason))
         await self.state.append(records)
-        await _emit(self.settings, self.state.id, self.state.events[-1])
 
     def result(self, stop_reason: str) -> TurnResult:
         return TurnResult(
             session_id=self.state.id,
             checkpoint=self.checkpoint,
             stop_reason=stop_reason,
-            text="".join(self.texts),
+            text="\n\n".join(t for t in self.texts if t),
             usage=self.usage,
             cost=self.cost,
         )
-
-
-async def _emit(settings: TurnSettings, session_id: str, item: object) -> None:
-    """Tell the caller (the server, a UI); a failing listener never breaks the turn."""
-    try:
-        maybe = settings.emit(session_id, item)
-        if maybe is not None:
-            await maybe
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("event listener failed on %s", type(item).__name__)
 
 
 async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | None:

@@ -135,7 +135,7 @@ def test_properties_are_camel_case_with_required_defaults_and_descriptions(schem
 def test_field_docstrings_come_from_the_class_source():
     docs = field_docstrings(rpc.RestoreParams)
     assert docs == {"seq": "A checkpoint's seq: the session returns to just before that prompt."}
-    assert field_docstrings(rpc.NewParams) == {}
+    assert field_docstrings(rpc.SessionParams) == {}
 
 
 # -- values through the wire converter

@@ -1,12 +1,12 @@
+"""The smallest round trips: a turn answered, a bad request answered."""
+
 from __future__ import annotations
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
 
-async def test_send_streams_and_answers(client):
-    events = []
-    client.protocol.fm.features  # noqa: B018
+async def test_send_answers_with_the_turns_text(client):
     result = await client.protocol.send_request_async("session/send", {"prompt": "hi"})
     assert result.stopReason == "end_turn"
     assert result.text == "Hello from the script."

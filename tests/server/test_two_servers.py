@@ -126,13 +126,6 @@ async def test_turns_alternate_between_two_servers(agents, store_dir, workspace)
     assert [(s["sessionId"], s["turns"], s["head"]) for s in listed] == [(sid, 3, len(events))]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host.py history(), list_checkpoints(), resume() and session_cost() read the "
-    "session through _state(), which returns the cached SessionState without refresh(): "
-    "once a server has loaded a session it never sees turns another server appended "
-    "(only a send or restore on it reloads the log).",
-)
 async def test_reads_on_one_server_see_the_other_servers_turns(agents, store_dir):
     a = await agents(STEPS[:1] + [{"text": "Second."}])
     b = await agents(STEPS)

@@ -16,6 +16,7 @@ from agent_host.session.errors import (
     TurnInProgress,
 )
 from agent_host.session.host import AgentHost
+from agent_host.session.providers import open_provider
 
 
 def script(tmp_path, steps, name="script.json") -> str:
@@ -306,18 +307,30 @@ async def test_compaction_summarises_older_turns(host):
 async def test_compaction_failure_leaves_the_session_untouched(tmp_path, ws, host):
     await run_three_turns(host)
     head = await host.store.head(host.session_id)
-    from agent_host.session.providers import open_provider
-
-    host._provider = open_provider(
+    unreachable = open_provider(
         "openai/gpt-4.1-mini",
         base_url="http://127.0.0.1:9/v1",
         api_key="sk-test",
         max_retries=0,
         timeout=2,
     )
+    failing = AgentHost(store=host.store, provider=unreachable, workdir=ws)
+    await failing.resume(host.session_id)
     with pytest.raises(ModelError):
-        await host.compact()
+        await failing.compact()
     assert await host.store.head(host.session_id) == head
+    await failing.close()
+
+
+async def test_a_turn_can_name_its_model(tmp_path, ws):
+    first = script(tmp_path, [{"text": "from the first script"}], "one.json")
+    other = script(tmp_path, [{"text": "x"}, {"text": "from the other script"}], "two.json")
+    host = AgentHost(store="memory:", model=first, workdir=ws)
+    assert (await host.send("hi")).text == "from the first script"
+    assert (await host.send("again", model=other)).text == "from the other script"
+    events = await host.store.read(host.session_id)
+    assert events[0].model == first  # the session keeps the model it started with
+    await host.close()
 
 
 async def test_sdk_session_items(tmp_path, ws):

@@ -67,7 +67,7 @@ async def test_a_turn_against_an_openai_compatible_server(tmp_path, ws, monkeypa
         await host.close()
         server.stop()
     assert result.stop_reason == "end_turn"
-    assert result.text == "Writing it.Done: hello.py"
+    assert result.text == "Writing it.\n\nDone: hello.py"
     assert (ws / "hello.py").read_text() == "print('hi')\n"
     assert (result.usage.input_tokens, result.usage.output_tokens) == (250, 25)
     assert result.cost == pytest.approx(
