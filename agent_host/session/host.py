@@ -208,7 +208,8 @@ class AgentHost:
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None),
         )
-        return await run_turn(state, prompt, settings)
+        async with self.store.turn_lease(sid):
+            return await run_turn(state, prompt, settings)
 
     # -- restore
 
@@ -216,6 +217,13 @@ class AgentHost:
         self, session_id: str, seq: int, files: bool = True, conversation: bool = True
     ) -> RestoreResult:
         """Return to the moment just before the prompt at ``seq`` (undoable)."""
+        self._refuse_if_running(session_id)
+        async with self.store.turn_lease(check_session_id(session_id)):
+            return await self._restore(session_id, seq, files, conversation)
+
+    async def _restore(
+        self, session_id: str, seq: int, files: bool, conversation: bool
+    ) -> RestoreResult:
         if not (files or conversation):
             raise ValueError("restore needs files, conversation or both")
         self._refuse_if_running(session_id)
@@ -255,6 +263,10 @@ class AgentHost:
         """Undo the last restore: files and conversation as they were before it."""
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
+        async with self.store.turn_lease(sid):
+            return await self._undo_restore(sid)
+
+    async def _undo_restore(self, sid: str) -> UndoResult:
         state = await self._state(sid)
         restore, made = last_restore(state.events)
         back: list[ev.Event] = []
@@ -317,9 +329,10 @@ class AgentHost:
         """Summarise the older part of the conversation; atomic if the model fails."""
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
-        state = await self._state(sid)
-        provider = self._get_provider(_started_model(state.events))
-        return await compact_session(state, provider, instructions)
+        async with self.store.turn_lease(sid):
+            state = await self._state(sid)
+            provider = self._get_provider(_started_model(state.events))
+            return await compact_session(state, provider, instructions)
 
     # -- the OpenAI Agents SDK's Session protocol, on the current session
 

@@ -7,15 +7,18 @@ head raises :class:`CheckpointConflictError` and nothing is written.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 import attrs
 
 from ..blobs import BlobStore
-from ..errors import InvalidSessionId
+from ..errors import InvalidSessionId, TurnInProgress
 from ..events import Event, SessionStarted, UserPrompt
+from . import locking
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 TITLE_LENGTH = 80
@@ -29,6 +32,21 @@ def check_session_id(session_id: object) -> str:
             shown = shown[:57] + "..."
         raise InvalidSessionId(f"invalid session id {shown}: use 1-128 letters, digits, '-' or '_'")
     return session_id
+
+
+@asynccontextmanager
+async def file_lease(path: str, session_id: str) -> AsyncIterator[None]:
+    """A turn lease held as a lock on the file at ``path`` (see turn_lease)."""
+    fd = locking.try_hold(path)
+    if fd is None:
+        raise TurnInProgress(
+            f"a turn is running in session {session_id!r} in another process "
+            "(another editor window?); wait for it to end or cancel it there"
+        )
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def check_events(events: Sequence[Event]) -> None:
@@ -168,6 +186,15 @@ class Checkpointer(Protocol):
 
     async def truncations(self, session_id: str) -> list[Truncation]:
         """Every truncation of the session, oldest first."""
+        ...
+
+    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while a turn (or a restore or compaction) changes the session.
+
+        A second taker -- in this process or another, e.g. a second editor window on
+        the same store -- gets :class:`TurnInProgress` at once, instead of appending
+        into the middle of the running turn. A crashed holder releases it.
+        """
         ...
 
     async def close(self) -> None:

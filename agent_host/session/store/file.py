@@ -22,7 +22,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,7 +39,15 @@ from ..errors import (
     SessionNotFound,
 )
 from . import file_index, framing, locking
-from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
+from .base import (
+    SessionInfo,
+    Summary,
+    Truncation,
+    check_events,
+    check_session_id,
+    file_lease,
+    summarize,
+)
 from .file_index import SessionIndex, compact_threshold
 
 T = TypeVar("T")
@@ -113,6 +121,11 @@ class FileCheckpointer:
     async def truncations(self, session_id: str) -> list[Truncation]:
         check_session_id(session_id)
         return await _run(self._truncations, session_id)
+
+    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        check_session_id(session_id)
+        self._make_dirs()
+        return file_lease(f"{self._locks_dir}/{session_id}.turn", session_id)
 
     async def close(self) -> None:
         self._states.clear()

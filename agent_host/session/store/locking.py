@@ -71,3 +71,20 @@ def _busy(path: str, timeout: float) -> StoreBusy:
         f"the store stayed locked for {timeout:.0f}s ({path}); "
         "another agent-host process is holding it"
     )
+
+
+def try_hold(path: str) -> int | None:
+    """Take the lock on ``path`` if it is free: the open fd (close it to release), or None.
+
+    The kernel releases it when the holder exits, crashed or not, so a lease taken
+    this way never outlives the process that took it.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    if fcntl is None:  # pragma: no cover - Windows: no cross-process lease
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

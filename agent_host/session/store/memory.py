@@ -7,14 +7,15 @@ back is a copy that behaves exactly as it would from disk.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 import attrs
 import orjson
 
 from .. import events as ev
 from ..blobs import MemoryBlobStore
-from ..errors import CheckpointConflictError, CheckpointNotFound, SessionNotFound
+from ..errors import CheckpointConflictError, CheckpointNotFound, SessionNotFound, TurnInProgress
 from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
 
 
@@ -29,6 +30,7 @@ class MemoryCheckpointer:
     def __init__(self) -> None:
         self.blobs = MemoryBlobStore()
         self._sessions: dict[str, _Session] = {}
+        self._leased: set[str] = set()
 
     def __repr__(self) -> str:
         return "MemoryCheckpointer()"
@@ -121,6 +123,17 @@ class MemoryCheckpointer:
                 )
             )
         return out
+
+    @asynccontextmanager
+    async def turn_lease(self, session_id: str) -> AsyncIterator[None]:
+        check_session_id(session_id)
+        if session_id in self._leased:
+            raise TurnInProgress(f"a turn is running in session {session_id!r}")
+        self._leased.add(session_id)
+        try:
+            yield
+        finally:
+            self._leased.discard(session_id)
 
     async def close(self) -> None:
         return None

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence, Set
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +31,15 @@ from ..errors import (
     SessionNotFound,
     StoreBusy,
 )
-from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
+from .base import (
+    SessionInfo,
+    Summary,
+    Truncation,
+    check_events,
+    check_session_id,
+    file_lease,
+    summarize,
+)
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -172,6 +180,13 @@ class SqliteCheckpointer:
             Truncation(tid, seq, ts, [ev.from_dict(d) for d in orjson.loads(data)])
             for tid, seq, ts, data in rows
         ]
+
+    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        check_session_id(session_id)
+        # A lock file beside the database: SQLite has no lock a crash releases by itself.
+        folder = self.path.with_name(self.path.name + ".locks")
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return file_lease(str(folder / f"{session_id}.turn"), session_id)
 
     async def close(self) -> None:
         with self._mutex:

@@ -5,6 +5,10 @@ A new backend (Postgres) joins by adding itself to ``BACKENDS`` in conftest.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import attrs
 import pytest
 
@@ -14,6 +18,7 @@ from agent_host.session import (
     InvalidSessionId,
     SessionNotFound,
 )
+from agent_host.session.errors import TurnInProgress
 from agent_host.session.events import (
     AssistantMessage,
     FileSnapshot,
@@ -354,3 +359,52 @@ async def test_longest_valid_id_and_all_allowed_characters(store):
 
 def _fields(event) -> dict:
     return attrs.asdict(event)
+
+
+# -- turn leases
+
+
+async def test_a_turn_lease_is_exclusive_and_released(store):
+    async with store.turn_lease("s1"):
+        with pytest.raises(TurnInProgress, match="s1"):
+            async with store.turn_lease("s1"):
+                pass
+        async with store.turn_lease("other"):  # per session
+            pass
+    async with store.turn_lease("s1"):  # released on exit
+        pass
+
+
+async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(backend, tmp_path):
+    if not backend.durable:
+        pytest.skip("the memory store lives in one process")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import asyncio, sys
+                from agent_host.session import open_store
+                async def main():
+                    async with open_store({backend.url!r}).turn_lease("s1"):
+                        print("held", flush=True)
+                        sys.stdin.read()
+                asyncio.run(main())
+                """
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(TurnInProgress, match="another process"):
+            async with backend.open().turn_lease("s1"):
+                pass
+    finally:
+        holder.kill()  # a crash, not a clean release
+        holder.wait(timeout=10)
+    async with backend.open().turn_lease("s1"):
+        pass
