@@ -1,0 +1,71 @@
+-- The user commands. Kept apart from the rest so that plugin/agent_host.lua
+-- defines them without loading the plugin: each loads it when first used.
+local M = {}
+
+local function agent()
+  return require("agent_host")
+end
+
+local function complete_restore(arglead, cmdline)
+  local words = vim.split(cmdline, "%s+", { trimempty = true })
+  if #words >= 2 and (#words > 2 or arglead == "") then
+    return vim.tbl_filter(function(k)
+      return vim.startswith(k, arglead)
+    end, { "both", "files", "conversation" })
+  end
+  return {}
+end
+
+function M.create()
+  local cmd = vim.api.nvim_create_user_command
+  cmd("AgentSend", function(args)
+    local context
+    if args.range > 0 then
+      context = { agent().selection_context(0, args.line1, args.line2) }
+    end
+    if args.args ~= "" then
+      return agent().send(args.args, { context = context })
+    end
+    vim.ui.input({ prompt = "agent-host> " }, function(input)
+      if input and vim.trim(input) ~= "" then
+        agent().send(input, { context = context })
+      end
+    end)
+  end, { nargs = "*", range = true, desc = "agent-host: send a prompt (a range/selection goes as context)" })
+  cmd("AgentNew", function(args)
+    agent().new_session(args.args)
+  end, { nargs = "*", desc = "agent-host: start a new session" })
+  cmd("AgentSessions", function()
+    agent().sessions()
+  end, { nargs = 0, desc = "agent-host: pick a stored session and resume it" })
+  cmd("AgentCheckpoints", function()
+    agent().checkpoints()
+  end, { nargs = 0, desc = "agent-host: list the session's checkpoints" })
+  cmd("AgentRestore", function(args)
+    local seq, mode = args.fargs[1], args.fargs[2]
+    if seq and not tonumber(seq) then
+      return vim.notify("agent-host: usage: :AgentRestore [seq] [both|files|conversation]", vim.log.levels.ERROR)
+    end
+    agent().restore_pick(seq and tonumber(seq), mode)
+  end, { nargs = "*", complete = complete_restore, desc = "agent-host: restore files and/or conversation to a checkpoint" })
+  cmd("AgentUndoRestore", function()
+    agent().undo_restore()
+  end, { nargs = 0, desc = "agent-host: undo the last restore" })
+  cmd("AgentCompact", function(args)
+    agent().compact(args.args)
+  end, { nargs = "*", desc = "agent-host: summarise the older conversation" })
+  cmd("AgentCancel", function()
+    agent().cancel()
+  end, { nargs = 0, desc = "agent-host: cancel the running turn" })
+  cmd("AgentHistory", function()
+    agent().history()
+  end, { nargs = 0, desc = "agent-host: show the session's conversation" })
+  cmd("AgentChat", function()
+    require("agent_host.chat").open(agent().current(), true)
+  end, { nargs = 0, desc = "agent-host: open the chat window" })
+  cmd("AgentStop", function()
+    agent().stop()
+  end, { nargs = 0, desc = "agent-host: stop the server(s)" })
+end
+
+return M
