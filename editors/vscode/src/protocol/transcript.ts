@@ -1,0 +1,287 @@
+/**
+ * A session's conversation as chat entries, folded from `session/event`
+ * notifications (live) or from `session/history` messages (a resumed session).
+ * The chat view renders these; no `vscode` import here.
+ */
+
+import type { ChatMessage, SendResult, SessionEvent } from './types';
+
+export type Entry =
+    | { role: 'user'; text: string; seq?: number }
+    | { role: 'assistant'; text: string; streaming: boolean; seq?: number }
+    | {
+          role: 'tool';
+          callId: string;
+          name: string;
+          arguments: Record<string, unknown>;
+          output?: string;
+          isError?: boolean;
+          seq?: number;
+      }
+    | { role: 'file'; path: string; change: 'created' | 'modified' | 'deleted'; seq?: number }
+    | { role: 'info'; text: string; level: 'info' | 'warning' | 'error' };
+
+export interface TranscriptState {
+    sessionId: string;
+    entries: Entry[];
+    /** A turn is running (a user_prompt came, its turn_end not yet). */
+    running: boolean;
+    inputTokens: number;
+    outputTokens: number;
+    /** USD, from usage events (and totalCost of send results, which wins). */
+    cost: number;
+    /** Whether `cost` covers the whole session (false after a resume: the server
+     * does not report past cost until the next turn ends). */
+    costKnown: boolean;
+}
+
+/** How session/history shows a compaction's summary (agent_host/session/conversation.py). */
+export const SUMMARY_PREFIX = 'Summary of the conversation so far:';
+
+export class Transcript {
+    readonly state: TranscriptState;
+
+    constructor(sessionId: string) {
+        this.state = {
+            sessionId,
+            entries: [],
+            running: false,
+            inputTokens: 0,
+            outputTokens: 0,
+            cost: 0,
+            costKnown: true,
+        };
+    }
+
+    get entries(): Entry[] {
+        return this.state.entries;
+    }
+
+    private last(): Entry | undefined {
+        return this.state.entries[this.state.entries.length - 1];
+    }
+
+    private streaming(): Extract<Entry, { role: 'assistant' }> | undefined {
+        const last = this.last();
+        return last && last.role === 'assistant' && last.streaming ? last : undefined;
+    }
+
+    info(text: string, level: 'info' | 'warning' | 'error' = 'info'): void {
+        this.state.entries.push({ role: 'info', text, level });
+    }
+
+    /** Folds one event in; returns false for events of another session or unknown kinds. */
+    apply(event: SessionEvent): boolean {
+        if (event.sessionId !== this.state.sessionId) {
+            return false;
+        }
+        const entries = this.state.entries;
+        const data = event.data as Record<string, unknown>;
+        const seq = typeof data.seq === 'number' ? data.seq : undefined;
+        switch (event.kind) {
+            case 'user_prompt':
+                this.state.running = true;
+                entries.push({ role: 'user', text: String(data.text ?? ''), seq });
+                return true;
+            case 'text_delta': {
+                const open = this.streaming();
+                if (open) {
+                    open.text += String(data.text ?? '');
+                } else {
+                    entries.push({ role: 'assistant', text: String(data.text ?? ''), streaming: true });
+                }
+                return true;
+            }
+            case 'assistant_message': {
+                const text = String(data.text ?? '');
+                const open = this.streaming();
+                if (open) {
+                    open.text = text; // the logged text is the whole of it
+                    open.streaming = false;
+                    open.seq = seq;
+                } else if (text) {
+                    entries.push({ role: 'assistant', text, streaming: false, seq });
+                }
+                return true;
+            }
+            case 'tool_call':
+                this.closeStreaming();
+                entries.push({
+                    role: 'tool',
+                    callId: String(data.callId ?? ''),
+                    name: String(data.name ?? ''),
+                    arguments: (data.arguments as Record<string, unknown>) ?? {},
+                    seq,
+                });
+                return true;
+            case 'tool_result': {
+                const callId = String(data.callId ?? '');
+                const call = [...entries]
+                    .reverse()
+                    .find((e): e is Extract<Entry, { role: 'tool' }> => e.role === 'tool' && e.callId === callId);
+                if (call) {
+                    call.output = String(data.output ?? '');
+                    call.isError = Boolean(data.isError);
+                } else {
+                    entries.push({
+                        role: 'tool',
+                        callId,
+                        name: '?',
+                        arguments: {},
+                        output: String(data.output ?? ''),
+                        isError: Boolean(data.isError),
+                        seq,
+                    });
+                }
+                return true;
+            }
+            case 'file_snapshot': {
+                if (data.jump) {
+                    return false; // a restore's or undo's change, not the turn's: the restore reports it
+                }
+                const before = data.before ?? null;
+                const after = data.after ?? null;
+                const change = before === null ? 'created' : after === null ? 'deleted' : 'modified';
+                entries.push({ role: 'file', path: String(data.path ?? ''), change, seq });
+                return true;
+            }
+            case 'usage':
+                this.state.inputTokens += Number(data.inputTokens ?? 0);
+                this.state.outputTokens += Number(data.outputTokens ?? 0);
+                this.state.cost += Number(data.cost ?? 0);
+                return true;
+            case 'turn_end': {
+                this.closeStreaming();
+                this.state.running = false;
+                const reason = String(data.stopReason ?? '');
+                if (reason === 'cancelled') {
+                    this.info('Turn cancelled.', 'warning');
+                } else if (reason && reason !== 'end_turn') {
+                    this.info(`Turn ended: ${reason}.`, reason === 'error' ? 'error' : 'warning');
+                }
+                return true;
+            }
+            case 'compaction_progress': {
+                const stage = String(data.stage ?? '');
+                const message = String(data.message ?? '');
+                this.info(`Compaction ${stage}${message ? `: ${message}` : ''}`);
+                return true;
+            }
+            default:
+                return false;
+        }
+    }
+
+    private closeStreaming(): void {
+        const open = this.streaming();
+        if (open) {
+            open.streaming = false;
+        }
+    }
+
+    /** The turn's response: the authoritative session cost. */
+    applyResult(result: SendResult): void {
+        this.closeStreaming();
+        this.state.running = false;
+        this.state.cost = result.totalCost;
+        this.state.costKnown = true;
+    }
+
+    /** A transcript rebuilt from `session/history` (OpenAI chat messages). */
+    static fromHistory(sessionId: string, messages: readonly ChatMessage[]): Transcript {
+        const t = new Transcript(sessionId);
+        t.state.costKnown = false;
+        const calls = new Map<string, Extract<Entry, { role: 'tool' }>>();
+        for (const message of messages) {
+            const content = typeof message.content === 'string' ? message.content : '';
+            if (message.role === 'user' && content.startsWith(SUMMARY_PREFIX)) {
+                t.info(content); // a compaction's summary stands in for older messages
+            } else if (message.role === 'user') {
+                t.state.entries.push({ role: 'user', text: content });
+            } else if (message.role === 'assistant') {
+                if (content) {
+                    t.state.entries.push({ role: 'assistant', text: content, streaming: false });
+                }
+                for (const call of message.tool_calls ?? []) {
+                    let args: Record<string, unknown> = {};
+                    try {
+                        const parsed: unknown = JSON.parse(call.function.arguments);
+                        if (parsed && typeof parsed === 'object') {
+                            args = parsed as Record<string, unknown>;
+                        }
+                    } catch {
+                        args = { raw: call.function.arguments };
+                    }
+                    const entry: Extract<Entry, { role: 'tool' }> = {
+                        role: 'tool',
+                        callId: call.id,
+                        name: call.function.name,
+                        arguments: args,
+                    };
+                    calls.set(call.id, entry);
+                    t.state.entries.push(entry);
+                }
+            } else if (message.role === 'tool') {
+                const entry = calls.get(String(message.tool_call_id ?? ''));
+                if (entry) {
+                    entry.output = content;
+                }
+            }
+        }
+        return t;
+    }
+}
+
+/** A one-line summary of a tool call, for lists and titles. */
+export function describeCall(name: string, args: Record<string, unknown>): string {
+    const path = typeof args.path === 'string' ? args.path : undefined;
+    const command = typeof args.command === 'string' ? args.command : undefined;
+    const pattern = typeof args.pattern === 'string' ? args.pattern : undefined;
+    const subject = path ?? command ?? pattern;
+    return subject === undefined ? name : `${name} ${subject}`;
+}
+
+/** `$0.0123`, or `$—` when unknown. */
+export function formatCost(usd: number | undefined): string {
+    if (usd === undefined || !Number.isFinite(usd)) {
+        return '$—';
+    }
+    return `$${usd.toFixed(usd >= 1 ? 2 : 4)}`;
+}
+
+/** Markdown of a transcript (the Show History document). */
+export function toMarkdown(title: string, entries: readonly Entry[]): string {
+    const out: string[] = [`# ${title}`, ''];
+    for (const e of entries) {
+        switch (e.role) {
+            case 'user':
+                out.push('## You', '', e.text, '');
+                break;
+            case 'assistant':
+                out.push('## Agent', '', e.text, '');
+                break;
+            case 'tool': {
+                out.push(`**Tool** \`${describeCall(e.name, e.arguments)}\`${e.isError ? ' (error)' : ''}`, '');
+                if (e.output !== undefined) {
+                    out.push(fence(e.output), '');
+                }
+                break;
+            }
+            case 'file':
+                out.push(`*${e.change}: ${e.path}*`, '');
+                break;
+            case 'info':
+                out.push(`> ${e.text.replace(/\n/g, '\n> ')}`, '');
+                break;
+        }
+    }
+    return out.join('\n');
+}
+
+function fence(text: string): string {
+    let ticks = '```';
+    while (text.includes(ticks)) {
+        ticks += '`';
+    }
+    return `${ticks}\n${text}\n${ticks}`;
+}
