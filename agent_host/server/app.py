@@ -50,7 +50,19 @@ class AgentServer(LanguageServer):
         self.host: AgentHost | None = None
         self.options = rpc.InitializationOptions()
         self.progress_sessions: dict[str, str] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         """Work-done progress tokens of running turns, by token: cancelling one cancels its turn."""
+
+    def close_on_hang_up(self, timeout: float = 15.0) -> None:
+        """From the stdin reader's thread at EOF: close the host on the event loop and
+        wait, so running turns close their logs before pygls stops the loop."""
+        loop, host = self._loop, self.host
+        if loop is None or host is None or loop.is_closed():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(host.close(), loop).result(timeout)
+        except Exception:
+            log.exception("closing the sessions at hang-up failed")
 
     def agent(self) -> AgentHost:
         if self.host is None:
@@ -131,6 +143,7 @@ def create_server() -> AgentServer:
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
+        server._loop = asyncio.get_running_loop()
         try:
             server.options = structure(params.initialization_options, rpc.InitializationOptions)
         except InvalidParams as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import BinaryIO
 
 CHUNK = 1 << 20
@@ -22,11 +23,18 @@ class ChunkedStdin:
     reading it: the stream picks up again at the next header the client sends.
     """
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, on_eof: Callable[[], None] | None = None) -> None:
         self._raw = raw
+        self._on_eof = on_eof
 
     def readline(self, limit: int = -1) -> bytes:
-        return self._raw.readline(limit)
+        line = self._raw.readline(limit)
+        if not line and self._on_eof is not None:
+            # The client hung up. pygls stops the event loop as soon as this returns,
+            # cancelling whatever still runs; let running turns close their logs first.
+            on_eof, self._on_eof = self._on_eof, None
+            on_eof()
+        return line
 
     def read(self, n: int = -1) -> bytes:
         if 0 <= n <= CHUNK:

@@ -108,6 +108,7 @@ class AgentHost:
         self.session_id = check_session_id(session_id) if session_id else new_session_id()
         self.cost = 0.0
         self._loaded_cost = False
+        self._closing: asyncio.Future[None] | None = None
 
     # -- sessions
 
@@ -360,7 +361,16 @@ class AgentHost:
             await state.truncate(0)
 
     async def close(self) -> None:
-        """Cancel running turns (each closes its log), then release the model and store."""
+        """Cancel running turns (each closes its log), then release the model and store.
+
+        Closing again (a server's shutdown, then its client hanging up) waits for the
+        first close to finish.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         for task in list(self._turns.values()):
             task.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
