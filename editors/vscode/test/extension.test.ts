@@ -274,3 +274,21 @@ test('List Sessions shows every session and resumes the picked one', async () =>
     assert.equal(state.cost, '$0.0000', 'the cost this window saw is kept');
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
 });
+
+test('a server that cannot start is reported with what to do', async () => {
+    const other = createFakeVscode(root);
+    other.ui.config = { 'agentHost.serverPath': path.join(dir, 'no-such', 'agent-host') };
+    const second = loadBundle(other.vscode);
+    second.activate(context());
+    try {
+        other.ui.inputs.push('hello');
+        await other.ui.commands.get('agentHost.sendPrompt')!();
+        const errors = other.ui.messages.filter((m) => m.level === 'error').map((m) => m.message);
+        assert.ok(
+            errors.some((m) => /could not start .*no-such\/agent-host serve.*agentHost\.serverPath/.test(m)),
+            errors.join('\n'),
+        );
+    } finally {
+        await second.deactivate();
+    }
+});

@@ -66,6 +66,8 @@ export class Controller implements vscode.Disposable {
     /** What belongs to the running client, disposed with it. */
     private clientDisposables: vscode.Disposable[] = [];
     private serverState = 'not started';
+    /** The agentHost.turnRunning context key as last set. */
+    private shownRunning: boolean | undefined;
 
     constructor(private readonly context: vscode.ExtensionContext) {
         this.output = vscode.window.createOutputChannel('Agent Host');
@@ -195,6 +197,10 @@ export class Controller implements vscode.Disposable {
             await client.start();
         } catch (err) {
             this.client = undefined;
+            for (const d of this.clientDisposables.splice(0)) {
+                d.dispose();
+            }
+            await client.dispose().catch(() => undefined);
             throw new Error(
                 `Agent Host could not start \`${server.command} ${server.args.join(' ')}\` (${errorText(err)}). ` +
                     'Install agent-host (pip install agent-host) or set agentHost.serverPath; the Agent Host output has the server log.',
@@ -287,7 +293,10 @@ export class Controller implements vscode.Disposable {
 
     private render(): void {
         const running = this.operations.some((op) => op.sessionId === this.current);
-        void vscode.commands.executeCommand('setContext', 'agentHost.turnRunning', running);
+        if (running !== this.shownRunning) {
+            this.shownRunning = running;
+            void vscode.commands.executeCommand('setContext', 'agentHost.turnRunning', running);
+        }
         const t = this.current ? this.transcripts.get(this.current) : undefined;
         const cost = t ? (t.state.costKnown ? formatCost(t.state.cost) : formatCost(undefined)) : formatCost(0);
         const title = this.current ? (this.titles.get(this.current) ?? this.current) : 'No session';
