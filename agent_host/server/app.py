@@ -85,9 +85,18 @@ class AgentServer(LanguageServer):
             arguments=request.arguments,
             diff=request.diff,
         )
-        answer = await self.protocol.send_request_async(
-            methods.REQUEST_PERMISSION, unstructure(params)
+        msg_id = str(uuid.uuid4())
+        pending = self.protocol.send_request_async(
+            methods.REQUEST_PERMISSION, unstructure(params), msg_id=msg_id
         )
+        try:
+            # Shielded: if the turn is cancelled, the request stays pending until
+            # the client answers the $/cancelRequest, rather than being dropped.
+            answer = await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            pending.add_done_callback(_consume)
+            self.protocol.notify("$/cancelRequest", {"id": msg_id})
+            raise
         return structure(answer, rpc.PermissionResult).outcome
 
     def relay(self, session_id: str, item: object) -> None:
@@ -101,6 +110,12 @@ class AgentServer(LanguageServer):
         else:
             return
         self.protocol.notify(methods.EVENT, {"sessionId": session_id, "kind": kind, "data": data})
+
+
+def _consume(future: asyncio.Future) -> None:
+    """Retrieve a dropped request's outcome, so asyncio does not log it as lost."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _event_kind(event: ev.Event) -> str:

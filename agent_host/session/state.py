@@ -65,10 +65,12 @@ class SessionState:
         The listener hears of each appended event but the first ``untold``.
         """
         first = len(self.events)
-        head = await finish_even_if_cancelled(self._append(list(events)))
-        for event in self.events[first + untold :]:
-            await tell(self.listener, self.id, event)
-        return head
+        try:
+            return await finish_even_if_cancelled(self._append(list(events)))
+        finally:
+            # Also when a cancel landed meanwhile: what was logged is told.
+            for event in self.events[first + untold :]:
+                await tell(self.listener, self.id, event)
 
     async def _append(self, events: list[ev.Event]) -> int:
         async with self._lock:

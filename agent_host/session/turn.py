@@ -85,7 +85,10 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
     except BaseException:
         await turn.close("error")
         raise
-    await turn.close(stop_reason)
+    try:
+        await turn.close(stop_reason)
+    except asyncio.CancelledError:
+        pass  # the cancel came as the turn ended: its turn_end is logged; report it
     return turn.result(stop_reason)
 
 
@@ -145,9 +148,11 @@ class _Turn:
         ]
         if usage is not None:
             records.append(self._usage(usage))
-        await self.state.append(records)
+        # No longer in flight: a cancel landing during this append must not make
+        # close() log the same text again.
         self.streaming = None
         self.texts.append(text)
+        await self.state.append(records)
         return calls, finish
 
     def _usage(self, usage: UsageReport) -> ev.Usage:
