@@ -1,0 +1,147 @@
+-- Session commands: :AgentNew, :AgentHistory, :AgentSessions (pick and
+-- resume), :AgentCompact.
+local chat = require("agent_host.chat")
+local client = require("agent_host.client")
+local compat = require("agent_host.compat")
+local util = require("agent_host.util")
+
+local notify, fail = util.notify, util.fail
+
+local M = {}
+
+--- Start a new session (the next prompt goes there).
+function M.new_session(title, on_done)
+  local inst = util.current()
+  if not util.require_idle(inst, "starting a session") then
+    return
+  end
+  local params = vim.empty_dict()
+  if title and title ~= "" then
+    params = { title = title }
+  end
+  client.request(inst, "session/new", params, function(err, result)
+    if err then
+      return fail("session/new")(err)
+    end
+    inst.session_id = result.sessionId
+    inst.total_cost = nil
+    chat.clear(inst, "# Session " .. result.sessionId)
+    client.changed()
+    notify("new session " .. result.sessionId)
+    if on_done then
+      on_done(result)
+    end
+  end)
+end
+
+--- Show the current session's conversation in the chat buffer.
+function M.history(on_done)
+  local inst = util.current()
+  if not util.require_session(inst) then
+    return
+  end
+  local session_id = inst.session_id
+  client.request(inst, "session/history", { sessionId = session_id }, function(err, result)
+    if err then
+      return fail("session/history")(err)
+    end
+    chat.history(inst, session_id, result.messages)
+    chat.open(inst, false)
+    if on_done then
+      on_done(result)
+    end
+  end)
+end
+
+local function session_label(s)
+  local title = (s.title or ""):gsub("%s+", " ")
+  title = compat.truncate(title, 60)
+  return ("%s  (%d turn%s, %s)  %s"):format(
+    title ~= "" and title or "(untitled)",
+    s.turns or 0,
+    s.turns == 1 and "" or "s",
+    (s.updatedAt or ""):gsub("T", " "):sub(1, 16),
+    s.sessionId
+  )
+end
+
+--- Resume a session by id: it becomes current and its history is shown.
+function M.resume(session_id, on_done)
+  local inst = util.current()
+  if not util.require_idle(inst, "switching sessions") then
+    return
+  end
+  client.request(inst, "session/resume", { sessionId = session_id }, function(err, result)
+    if err then
+      return fail("session/resume")(err)
+    end
+    inst.session_id = result.sessionId
+    inst.total_cost = nil
+    client.changed()
+    notify(("resumed %s (%d turn%s)"):format(result.sessionId, result.turns or 0, result.turns == 1 and "" or "s"))
+    util.api().history(function()
+      if on_done then
+        on_done(result)
+      end
+    end)
+  end)
+end
+
+--- Pick a stored session with vim.ui.select and resume it.
+function M.sessions(on_done)
+  local inst = util.current()
+  client.request(inst, "session/list", vim.empty_dict(), function(err, result)
+    if err then
+      return fail("session/list")(err)
+    end
+    local sessions = result.sessions or {}
+    if #sessions == 0 then
+      notify("no stored sessions")
+      return
+    end
+    vim.ui.select(sessions, {
+      prompt = "agent-host: resume session",
+      kind = "agent_host.session",
+      format_item = session_label,
+    }, function(choice)
+      if choice then
+        util.api().resume(choice.sessionId, on_done)
+      end
+    end)
+  end)
+end
+
+--- Summarise the older part of the conversation.
+function M.compact(instructions, on_done)
+  local inst = util.current()
+  if not util.require_session(inst) or not util.require_idle(inst, "compacting") then
+    return
+  end
+  local params = { sessionId = inst.session_id }
+  if instructions and instructions ~= "" then
+    params.instructions = instructions
+  end
+  local busy = { what = "compaction" }
+  inst.busy = busy
+  inst.activity = "compacting"
+  client.changed()
+  busy.handle = client.request(inst, "session/compact", params, function(err, result)
+    if inst.busy ~= busy then
+      return
+    end
+    inst.busy = nil
+    inst.activity = nil
+    client.changed()
+    if err then
+      return fail("session/compact")(err)
+    end
+    local text = ("— compacted: ~%d → ~%d tokens"):format(result.before or 0, result.after or 0)
+    chat.note(inst, text, "AgentHostFooter")
+    notify(text)
+    if on_done then
+      on_done(result)
+    end
+  end)
+end
+
+return M
