@@ -1,0 +1,54 @@
+"""``sessions`` and ``gc``: straight to the store, in-process.
+
+They need no model and no workspace, and gc has no protocol method, so no child
+server is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from ..session import collect_garbage, open_store
+from .exit_codes import EXIT_OK
+from .output import local_time
+
+
+async def sessions(args: argparse.Namespace) -> int:
+    store = open_store(args.store)
+    try:
+        infos = await store.list()
+    finally:
+        await store.close()
+    for info in infos:
+        if args.json:
+            print(orjson.dumps(_info_json(info)).decode())
+        else:
+            print(f"{info.id}  {local_time(info.updated_at)}  {info.turns:>3} turns  {info.title}")
+    if not infos and not args.json:
+        print("no sessions", file=sys.stderr)
+    return EXIT_OK
+
+
+async def gc(args: argparse.Namespace) -> int:
+    store = open_store(args.store)
+    try:
+        result = await collect_garbage(store, grace_seconds=args.grace)
+    finally:
+        await store.close()
+    print(f"removed {result.removed} snapshots ({result.freed_bytes} bytes), kept {result.kept}")
+    return EXIT_OK
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "title": info.title,
+        "turns": info.turns,
+        "head": info.head,
+        "createdAt": local_time(info.created_at),
+        "updatedAt": local_time(info.updated_at),
+    }
