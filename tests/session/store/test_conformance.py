@@ -31,6 +31,8 @@ from agent_host.session.events import (
     UserPrompt,
 )
 
+from ...conftest import BACKENDS, make_backend
+
 
 def turn(n: int) -> list:
     return [
@@ -375,9 +377,9 @@ async def test_a_turn_lease_is_exclusive_and_released(store):
         pass
 
 
-async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(backend, tmp_path):
-    if not backend.durable:
-        pytest.skip("the memory store lives in one process")
+@pytest.mark.parametrize("name", [b for b in BACKENDS if b != "memory"])
+async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(name, tmp_path):
+    backend = make_backend(name, tmp_path)  # durable stores: memory lives in one process
     holder = subprocess.Popen(
         [
             sys.executable,
