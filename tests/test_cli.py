@@ -511,7 +511,7 @@ def test_demo_runs_a_whole_session_offline(tmp_path):
     assert out.count("[end_turn]") == 3
     assert "changed greet.py" in out and "created test_greet.py" in out
     assert "deleted NOTES.md" in out
-    assert "restore to before 'Add a test for greet': 2 files (NOTES.md, test_greet.py)" in out
+    assert "restore to before 'Add a test for greet':\n  deleted test_greet.py\n  created NOTES.md\n  2 files (NOTES.md, test_greet.py)" in out
     files_lines = [line for line in out.splitlines() if line.startswith("  files:")]
     assert files_lines == [
         "  files: README.md, greet.py, test_greet.py",

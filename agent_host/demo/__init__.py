@@ -54,19 +54,18 @@ async def run_demo(
                 out(f"  seq {c.seq:>3}  {c.prompt!r}  changed: {', '.join(c.files) or '-'}")
 
             target = checkpoints[1]
+            out(f"\nrestore to before {target.prompt!r}:")
             restored = await host.restore(host.session_id, target.seq)
             out(
-                f"\nrestore to before {target.prompt!r}: {len(restored.restored_files)} files "
+                f"  {len(restored.restored_files)} files "
                 f"({', '.join(sorted(restored.restored_files))}), "
                 f"{restored.removed_events} events set aside"
             )
             _show_files(project, out)
 
+            out("\nundo the restore:")
             undone = await host.undo_restore()
-            out(
-                f"\nundo the restore: {len(undone.restored_files)} files and "
-                f"{undone.restored_events} events back"
-            )
+            out(f"  {len(undone.restored_files)} files and {undone.restored_events} events back")
             _show_files(project, out)
             turns = len(await host.list_checkpoints())
             out(f"\nsession {host.session_id}: {turns} turns, cost ${host.cost:.4f}")
@@ -107,5 +106,9 @@ def _printer(write: Callable[[str], object]) -> Callable[[str, object], None]:
 
 
 def _show_files(project: Path, out: Callable[[str], None]) -> None:
-    names = sorted(p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file())
+    names = sorted(
+        p.relative_to(project).as_posix()
+        for p in project.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
     out("  files: " + ", ".join(names))
