@@ -12,12 +12,11 @@ from .errors import (
     StoreBusy,
     UnsupportedStore,
 )
-from .store import (
+from .store import (  # SqliteCheckpointer: see __getattr__
     Checkpointer,
     FileCheckpointer,
     MemoryCheckpointer,
     SessionInfo,
-    SqliteCheckpointer,
     Truncation,
     collect_garbage,
     default_store_url,
@@ -49,3 +48,11 @@ __all__ = [
     "default_store_url",
     "open_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "SqliteCheckpointer":  # loaded on first use, like the store's
+        from .store.sqlite import SqliteCheckpointer
+
+        return SqliteCheckpointer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

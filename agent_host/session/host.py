@@ -34,7 +34,6 @@ from .errors import CapabilityUnsupported, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
-from .providers import open_provider
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -409,6 +408,9 @@ class AgentHost:
         name = model or self.model
         provider = self._providers.get(name)
         if provider is None:
+            # Imported here: the SDKs and their helpers stay out of the server's start-up.
+            from .providers import open_provider
+
             provider = self._providers[name] = open_provider(name, **self._endpoint)
         return provider
 

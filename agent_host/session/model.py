@@ -15,6 +15,10 @@ import attrs
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""A tool call whose arguments were not valid JSON carries them as
+``{RAW_ARGUMENTS_KEY: "<the text the model wrote>"}``, so the engine can say so."""
+
 
 @attrs.define
 class ToolSpec:

@@ -19,9 +19,16 @@ from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens, to_messages
 from .errors import CheckpointConflictError
-from .model import Finish, ModelProvider, ModelRequest, TextDelta, ToolCallRequest, UsageReport
+from .model import (
+    RAW_ARGUMENTS_KEY,
+    Finish,
+    ModelProvider,
+    ModelRequest,
+    TextDelta,
+    ToolCallRequest,
+    UsageReport,
+)
 from .pricing import cost as price_of
-from .providers import RAW_ARGUMENTS_KEY
 from .state import SessionState, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
 from .workspace import Workspace, unsaved_bytes

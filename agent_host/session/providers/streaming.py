@@ -16,10 +16,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..errors import ModelError
-from ..model import ModelEvent
+from ..model import (
+    RAW_ARGUMENTS_KEY,  # noqa: E402 (re-exported)
+    ModelEvent,
+)
 from .errors import Endpoint, is_transient, translate
 
-RAW_ARGUMENTS_KEY = "_raw_arguments"
 """A tool call whose arguments were not a JSON object arrives as
 ``{RAW_ARGUMENTS_KEY: "<the text the model wrote>"}``, so the engine can answer
 it with a tool error the model can correct, instead of the turn dying."""

@@ -6,15 +6,12 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import platformdirs
-
 from ..blobs import GcResult, is_blob_id
 from ..errors import UnsupportedStore
 from ..events import FileSnapshot, UnknownEvent
 from .base import Checkpointer, SessionInfo, Truncation, check_session_id
 from .file import FileCheckpointer
 from .memory import MemoryCheckpointer
-from .sqlite import SqliteCheckpointer
 
 __all__ = [
     "Checkpointer",
@@ -30,8 +27,19 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> object:
+    # SQLite is loaded when asked for, keeping sqlite3 out of the server's start-up.
+    if name == "SqliteCheckpointer":
+        from .sqlite import SqliteCheckpointer
+
+        return SqliteCheckpointer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def default_store_url() -> str:
     """The file store in the user's data folder (e.g. ~/.local/share/agent-host)."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("agent-host", appauthor=False)).as_uri()
 
 
@@ -58,6 +66,8 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
         raise UnsupportedStore(f"store URL {text!r} names no path")
     if parts.scheme == "file":
         return FileCheckpointer(path)
+    from .sqlite import SqliteCheckpointer
+
     return SqliteCheckpointer(path)
 
 

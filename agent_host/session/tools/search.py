@@ -6,8 +6,6 @@ import asyncio
 import re
 from typing import Any
 
-from wcmatch import glob as wcglob
-
 from ..errors import PathOutsideWorkspace, ToolError
 from .context import ToolContext
 from .files import is_binary, split_lines
@@ -21,6 +19,8 @@ def _has_glob(pattern: str) -> bool:
 
 
 def _glob_escape(path: str) -> str:
+    from wcmatch import glob as wcglob
+
     return wcglob.escape(path)
 
 

@@ -8,18 +8,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-
-import pathspec
-from wcmatch import glob
+from typing import TYPE_CHECKING
 
 from ..errors import ToolError
 from .paths import relative_in_roots
 
-_IgnoreStack = tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+if TYPE_CHECKING:  # imported where used: they cost start-up time
+    import pathspec
+    from wcmatch import glob
+
+_IgnoreStack = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]
 
 # Bash with globstar, on posix paths: '*' matches dotfiles too, as in .gitignore and rg.
 # No NEGATE and no EXTGLOB, so '!' and '@(' are literal characters.
-_GLOB_FLAGS = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.FORCEUNIX
 
 
 def list_in_roots(roots: Sequence[Path], pattern: str | None, limit: int) -> list[str]:
@@ -52,13 +53,16 @@ def compile_glob(pattern: str) -> glob.WcMatcher[str]:
     depth (``*.py``), as in .gitignore and rg; a leading ``/`` anchors the pattern
     at the root; a trailing ``/`` means everything under that directory.
     """
+    from wcmatch import glob
+
     pat = pattern.strip()
     while pat.startswith("./"):
         pat = pat[2:]
     if pat.endswith("/"):
         pat += "**"
     # Decided before braces expand, so every alternative of '{a,b/c}' is anchored.
-    flags = _GLOB_FLAGS if "/" in pat else _GLOB_FLAGS | glob.MATCHBASE
+    base = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.FORCEUNIX
+    flags = base if "/" in pat else base | glob.MATCHBASE
     pat = pat.lstrip("/")
     if not pat:
         raise ToolError(f"the glob pattern {pattern!r} is empty")
@@ -114,6 +118,8 @@ def walk_files(root: Path, roots: Sequence[Path]) -> Iterator[str]:
 
 
 def _load_ignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    import pathspec
+
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
