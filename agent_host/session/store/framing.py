@@ -27,6 +27,7 @@ _PAYLOAD_AT = _FLAG_AT + len(b'1","crc":"') + 8 + len(b'","event":')
 _COMMIT = frozenset(b"1e")
 _START = frozenset(b"1s")
 _FLAGS = frozenset(b"1sme")
+WINDOW = 1 << 20
 
 T = TypeVar("T")
 
@@ -90,28 +91,39 @@ def scan(data: bytes, decode: Callable[[list[Any]], list[T]], where: str) -> Sca
     Damage in the last append is a torn tail; damage followed by a later append
     is corruption of acknowledged data and raises :class:`CorruptLogError`.
     """
-    lines = data.split(b"\n")
-    # The piece after the last newline is empty when the data ends cleanly.
-    tail = lines.pop()
-    if not lines:
-        return Scan([], [], 0, bool(tail))
-    # The common case, an undamaged log, in a few C-level passes: check every
-    # line, then parse them all with one call.
-    if lines[-1][_FLAG_AT : _FLAG_AT + 1] in (b"1", b"e") and _all_whole(lines):
+    end = data.rfind(b"\n") + 1
+    torn = end < len(data)  # bytes after the last newline: a write cut short
+    if end == 0:
+        return Scan([], [], 0, torn)
+    # The common case, an undamaged log, in a few C-level passes per window of
+    # about 1 MiB: check every line, then parse the window with one call. Windows
+    # keep a resume's peak memory near the log's size instead of three times it.
+    records: list = []
+    offsets: list[int] = []
+    start = 0
+    while start < end:
+        stop = data.rfind(b"\n", start, start + WINDOW) + 1 or data.find(b"\n", start) + 1
+        lines = data[start : stop - 1].split(b"\n")
+        if stop == end and lines[-1][_FLAG_AT : _FLAG_AT + 1] not in (b"1", b"e"):
+            break  # the last append is incomplete: settled line by line below
+        if not _all_whole(lines):
+            break
         try:
             parsed = orjson.loads(b"[" + b",".join(lines) + b"]")
         except orjson.JSONDecodeError:
-            parsed = None
-        if parsed is not None:
-            offsets = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-            records = decode([record["event"] for record in parsed])
-            return Scan(records, offsets, offsets[-1] + len(lines[-1]) + 1, bool(tail))
-    return _scan_line_by_line(lines, tail, decode, where)
+            break
+        offsets.extend(accumulate((len(line) + 1 for line in lines[:-1]), initial=start))
+        records.extend(decode([record["event"] for record in parsed]))
+        start = stop
+    else:
+        return Scan(records, offsets, end, torn)
+    return _scan_line_by_line(data.split(b"\n"), decode, where)
 
 
 def _scan_line_by_line(
-    lines: list[bytes], tail: bytes, decode: Callable[[list[Any]], list[T]], where: str
+    lines: list[bytes], decode: Callable[[list[Any]], list[T]], where: str
 ) -> Scan:
+    tail = lines.pop()
     payloads: list[Any] = []
     offsets: list[int] = []
     committed = 0  # records in committed appends

@@ -259,3 +259,23 @@ async def test_truncating_inside_an_append_keeps_its_first_events(root):
     assert not (root / "torn").exists()
     assert await reopened.append("s1", [UserPrompt(text="d")], expected_head=2) == 3
     assert [e.text for e in await store.read("s1")] == ["a", "b", "d"]
+
+
+async def test_a_log_spanning_many_read_windows_reads_whole_and_repairs(root):
+    """Logs are parsed a window (framing.WINDOW) at a time: the seams must not show."""
+    store = FileCheckpointer(root)
+    text = "x" * 3000
+    for n in range(3 * framing.WINDOW // 6000 + 10):
+        await store.append("s1", [UserPrompt(text=f"{n}"), AssistantMessage(text=text)] * 2)
+    head = await store.head("s1")
+    log = root / "sessions" / "s1.jsonl"
+    assert log.stat().st_size > 3 * framing.WINDOW
+    with open(log, "ab") as f:
+        f.write(b'{"batch":"s","crc":"00000000","event":{"type":"user_pr')
+    events = await FileCheckpointer(root).read("s1")
+    assert [e.seq for e in events] == list(range(1, head + 1))
+    assert [e.seq for e in await FileCheckpointer(root).read("s1", since_seq=head - 3)] == [
+        head - 2,
+        head - 1,
+        head,
+    ]
