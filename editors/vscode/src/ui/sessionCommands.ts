@@ -1,0 +1,181 @@
+/**
+ * The session commands: New Session, List Sessions (resume, delete), Show History,
+ * and the transcript rebuilt from session/history after a resume or restore.
+ */
+
+import * as vscode from 'vscode';
+import type { SessionSummary } from '../protocol/types';
+import { Transcript, toMarkdown } from '../protocol/transcript';
+import { Cancelled } from './errors';
+import { HISTORY_SCHEME, type HistoryContentProvider } from './historyDocument';
+import type { UiContext } from './uiContext';
+
+const LIST_PAGE = 50;
+
+export class SessionCommands {
+    constructor(
+        private readonly ui: UiContext,
+        private readonly history: HistoryContentProvider,
+    ) {}
+
+    /** The current session, or one the user picks or creates; Cancelled without. */
+    async requireSession(): Promise<string> {
+        const state = this.ui.state;
+        if (state.current) {
+            return state.current;
+        }
+        const choice = await vscode.window.showInformationMessage('Agent Host: no current session.', 'List Sessions', 'New Session');
+        if (choice === 'List Sessions') {
+            await this.listSessions();
+        } else if (choice === 'New Session') {
+            await this.newSession();
+        }
+        if (!state.current) {
+            throw new Cancelled();
+        }
+        return state.current;
+    }
+
+    async newSession(): Promise<void> {
+        const title = await vscode.window.showInputBox({
+            title: 'Agent Host: New Session',
+            prompt: 'A title (optional; default: the first prompt)',
+            ignoreFocusOut: true,
+        });
+        if (title === undefined) {
+            return;
+        }
+        const api = await this.ui.server.ensureStarted();
+        const created = await api.newSession(title.trim() ? { title: title.trim() } : {});
+        this.ui.state.transcripts.set(created.sessionId, new Transcript(created.sessionId));
+        if (title.trim()) {
+            this.ui.state.titles.set(created.sessionId, title.trim());
+        }
+        await this.ui.state.setCurrent(created.sessionId);
+        await this.ui.chat.reveal();
+    }
+
+    async listSessions(): Promise<void> {
+        const { state } = this.ui;
+        const api = await this.ui.server.ensureStarted();
+        type Item = vscode.QuickPickItem & { session?: SessionSummary; more?: boolean };
+        const picker = vscode.window.createQuickPick<Item>();
+        picker.title = 'Agent Host: Sessions';
+        picker.placeholder = 'Pick a session to resume';
+        picker.matchOnDescription = true;
+        picker.matchOnDetail = true;
+        const deleteButton = { iconPath: new vscode.ThemeIcon('trash'), tooltip: 'Delete this session' };
+        let sessions: SessionSummary[] = [];
+        let cursor: string | null = null;
+        const show = () => {
+            const items: Item[] = sessions.map((s) => ({
+                label: `${s.sessionId === state.current ? '$(arrow-right) ' : ''}${s.title || '(untitled)'}`,
+                description: `${s.turns} turn${s.turns === 1 ? '' : 's'} · ${new Date(s.updatedAt).toLocaleString()}`,
+                detail: s.sessionId,
+                session: s,
+                buttons: [deleteButton],
+            }));
+            if (cursor !== null) {
+                items.push({ label: '$(ellipsis) Load more…', more: true, alwaysShow: true });
+            }
+            picker.items = items;
+        };
+        const load = async () => {
+            picker.busy = true;
+            try {
+                const page = await api.list({ limit: LIST_PAGE, cursor });
+                sessions = sessions.concat(page.sessions);
+                cursor = page.nextCursor ?? null;
+                for (const s of page.sessions) {
+                    if (s.title) {
+                        state.titles.set(s.sessionId, s.title);
+                    }
+                }
+                show();
+            } finally {
+                picker.busy = false;
+            }
+        };
+        const chosen = await new Promise<SessionSummary | undefined>((resolve) => {
+            picker.onDidAccept(() => {
+                const item = picker.selectedItems[0];
+                if (item?.more) {
+                    load().catch((err) => this.ui.showError(err));
+                    return;
+                }
+                resolve(item?.session);
+                picker.hide();
+            });
+            picker.onDidTriggerItemButton(async (e) => {
+                const s = e.item.session;
+                if (!s) {
+                    return;
+                }
+                const ok = await vscode.window.showWarningMessage(
+                    `Delete session "${s.title || s.sessionId}"? Its log is removed; this cannot be undone.`,
+                    { modal: true },
+                    'Delete',
+                );
+                if (ok !== 'Delete') {
+                    return;
+                }
+                try {
+                    await api.deleteSession(s.sessionId);
+                    sessions = sessions.filter((x) => x.sessionId !== s.sessionId);
+                    state.transcripts.delete(s.sessionId);
+                    if (state.current === s.sessionId) {
+                        await state.setCurrent(undefined);
+                    }
+                    show();
+                } catch (err) {
+                    this.ui.showError(err);
+                }
+            });
+            picker.onDidHide(() => resolve(undefined));
+            picker.show();
+            load().catch((err) => {
+                this.ui.showError(err);
+                picker.hide();
+            });
+        });
+        picker.dispose();
+        if (chosen) {
+            await this.resume(chosen.sessionId);
+        }
+    }
+
+    private async resume(sessionId: string): Promise<void> {
+        const api = await this.ui.server.ensureStarted();
+        const where = await api.resume(sessionId);
+        await this.reload(sessionId);
+        await this.ui.state.setCurrent(sessionId);
+        this.ui.log(`resumed ${sessionId}: ${where.turns} turns, head ${where.head}`);
+        await this.ui.chat.reveal();
+    }
+
+    /** The transcript rebuilt from session/history (after a resume, restore or undo). */
+    async reload(sessionId: string): Promise<void> {
+        const api = await this.ui.server.ensureStarted();
+        const { messages } = await api.history({ sessionId });
+        const old = this.ui.state.transcripts.get(sessionId);
+        const fresh = Transcript.fromHistory(sessionId, messages);
+        if (old?.state.costKnown) {
+            fresh.state.cost = old.state.cost;
+            fresh.state.costKnown = true;
+        }
+        this.ui.state.transcripts.set(sessionId, fresh);
+        this.ui.render();
+    }
+
+    async showHistory(): Promise<void> {
+        const sessionId = await this.requireSession();
+        const api = await this.ui.server.ensureStarted();
+        const { messages } = await api.history({ sessionId });
+        const title = this.ui.state.titles.get(sessionId) ?? sessionId;
+        const markdown = toMarkdown(`${title} (${sessionId})`, Transcript.fromHistory(sessionId, messages).entries);
+        const uri = vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${sessionId}.md` });
+        this.history.set(uri, markdown);
+        const doc = await vscode.workspace.openTextDocument(uri);
+        await vscode.window.showTextDocument(doc, { preview: true });
+    }
+}
