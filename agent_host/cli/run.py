@@ -50,6 +50,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     turn.client = client
     loop = asyncio.get_running_loop()
+    # Loops without signal handlers (Windows) leave Ctrl-C as KeyboardInterrupt.
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, turn.interrupt)
     try:
@@ -223,7 +224,7 @@ async def _read_line() -> str | None:
     fd = sys.stdin.fileno()
     try:
         loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
-    except (NotImplementedError, ValueError):
+    except (NotImplementedError, ValueError):  # no add_reader here (Windows, a file)
         line = await asyncio.to_thread(sys.stdin.readline)
         return line or None
     try:
