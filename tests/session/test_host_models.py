@@ -103,18 +103,29 @@ async def test_random_cancels_never_leave_a_call_without_its_result(tmp_path, ws
             }
         )
     host = AgentHost(store=tmp_path / "store", model=script(tmp_path, steps), workdir=ws)
+    logged = 0
     for attempt in range(15):
+        before = await host.store.read(host.session_id)
         task = asyncio.create_task(host.send(f"attempt {attempt}"))
         await asyncio.sleep(rng.uniform(0.0, 0.25))
         await host.cancel()
         result = await task
         assert result.stop_reason in ("cancelled", "max_turns", "end_turn")
         events = await host.store.read(host.session_id)
+        if result.checkpoint == 0:
+            # The cancel landed before the prompt reached the log: nothing was written.
+            assert result.stop_reason == "cancelled"
+            assert [e.seq for e in events] == [e.seq for e in before]
+            continue
+        logged += 1
+        prompt = next(e for e in events if e.seq == result.checkpoint)
+        assert isinstance(prompt, ev.UserPrompt) and prompt.text == f"attempt {attempt}"
         calls = [e.call_id for e in events if isinstance(e, ev.ToolCall)]
         results = [e.call_id for e in events if isinstance(e, ev.ToolResult)]
         assert sorted(calls) == sorted(results), f"orphan after attempt {attempt}"
         assert isinstance(events[-1], ev.TurnEnd)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert logged >= 5, "most cancels landed before their turns began: the test saw nothing"
     await host.close()
 
 
