@@ -49,6 +49,7 @@ from .base import (
     summarize,
 )
 from .file_index import SessionIndex, compact_threshold
+from .pacing import INLINE_READ_LIMIT, SyncPacer, WouldBlock
 
 T = TypeVar("T")
 _MARK = 16
@@ -84,18 +85,26 @@ class FileCheckpointer:
         self.blobs = FileBlobStore(self.root / "blobs")
         self._index = SessionIndex(self.root)
         self._states: dict[str, _LogState] = {}
+        self._pacer = SyncPacer()
 
     def __repr__(self) -> str:
         return f"FileCheckpointer({str(self.root)!r})"
 
-    # -- async API: each call runs on a worker thread, holding the session lock.
+    # -- async API: each call runs on a worker thread, holding the session lock,
+    # except a short append while the disk is fast (see pacing).
 
     async def append(
         self, session_id: str, events: Sequence[ev.Event], expected_head: int | None = None
     ) -> int:
         check_session_id(session_id)
         check_events(events)
-        return await _run(self._append, session_id, list(events), expected_head)
+        events = list(events)
+        if events and self._pacer.inline() and session_id in self._states:
+            try:
+                return self._append(session_id, events, expected_head, wait=False)
+            except WouldBlock:
+                pass  # nothing was written: the thread does the whole append
+        return await _run(self._append, session_id, events, expected_head)
 
     async def read(self, session_id: str, since_seq: int = 0) -> list[ev.Event]:
         check_session_id(session_id)
@@ -139,7 +148,9 @@ class FileCheckpointer:
         return self.root / "truncated" / f"{session_id}.jsonl"
 
     @contextmanager
-    def _locked(self, session_id: str, create: bool = False) -> Iterator[int | None]:
+    def _locked(
+        self, session_id: str, create: bool = False, wait: bool = True
+    ) -> Iterator[int | None]:
         """Hold the session's lock; yield its log opened read-write (None if absent)."""
         if not create and not os.path.exists(self._log_path(session_id)):
             # Reading a session that does not exist creates nothing, not even a lock.
@@ -147,7 +158,7 @@ class FileCheckpointer:
             yield None
             return
         self._make_dirs()
-        with locking.hold(f"{self._locks_dir}/{session_id}.lock"):
+        with locking.hold(f"{self._locks_dir}/{session_id}.lock", wait=wait):
             flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self._log_path(session_id), flags, 0o600)
@@ -169,16 +180,23 @@ class FileCheckpointer:
 
     # -- the log
 
-    def _sync(self, session_id: str, fd: int) -> tuple[_LogState, list[ev.Event]]:
+    def _sync(
+        self, session_id: str, fd: int, wait: bool = True
+    ) -> tuple[_LogState, list[ev.Event]]:
         """Bring this process's view of the log up to date; return the new events.
 
         Holding the lock, any bytes past the last whole event belong to a writer
-        that died mid-write: they are moved aside and the log cut back.
+        that died mid-write: they are moved aside and the log cut back. With
+        ``wait=False``, a long read raises :class:`WouldBlock` before any change.
         """
         stat = os.fstat(fd)
         state = self._states.get(session_id)
         if state is None or not state.still_matches(fd, stat):
+            if not wait:
+                raise WouldBlock(session_id)
             state = _LogState(stat.st_ino, 0, [], Summary())
+        elif not wait and stat.st_size - state.size > INLINE_READ_LIMIT:
+            raise WouldBlock(session_id)
         if state.size == stat.st_size:
             self._states[session_id] = state
             return state, []
@@ -211,13 +229,21 @@ class FileCheckpointer:
         os.ftruncate(fd, end)
         os.fsync(fd)
 
-    def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:
-        with self._locked(session_id, create=bool(events)) as fd:
-            if fd is None:  # nothing to write to a session that does not exist
+    def _append(
+        self,
+        session_id: str,
+        events: list[ev.Event],
+        expected_head: int | None,
+        wait: bool = True,
+    ) -> int:
+        with self._locked(session_id, create=bool(events) and wait, wait=wait) as fd:
+            if fd is None:
+                if not wait:
+                    raise WouldBlock(session_id)  # a new log: made on the thread
                 if expected_head is not None and expected_head != 0:
                     raise CheckpointConflictError(session_id, expected_head, 0)
-                return 0
-            state, _ = self._sync(session_id, fd)
+                return 0  # nothing to write to a session that does not exist
+            state, _ = self._sync(session_id, fd, wait)
             head = state.summary.head
             if expected_head is not None and expected_head != head:
                 raise CheckpointConflictError(session_id, expected_head, head)
@@ -227,7 +253,9 @@ class FileCheckpointer:
             payloads = [ev.encode(e, head + n, ts) for n, e in enumerate(events, 1)]
             lines = framing.frame_batch(payloads)
             self._index.pending(session_id)
+            started = time.perf_counter()
             _write_all(fd, b"".join(lines), state.size)
+            self._pacer.observe(time.perf_counter() - started)
             if state.size == 0:
                 _fsync_dir(self.root / "sessions")
             for line in lines:

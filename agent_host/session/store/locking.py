@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import StoreBusy
+from .pacing import WouldBlock
 
 try:
     import fcntl
@@ -25,9 +26,14 @@ TIMEOUT = 30.0
 
 
 @contextmanager
-def hold(path: str, timeout: float = TIMEOUT) -> Iterator[None]:
-    """Hold the exclusive lock on ``path`` (created 0600); StoreBusy after ``timeout``."""
+def hold(path: str, timeout: float = TIMEOUT, wait: bool = True) -> Iterator[None]:
+    """Hold the exclusive lock on ``path`` (created 0600); StoreBusy after ``timeout``.
+
+    With ``wait=False`` a lock held elsewhere raises :class:`WouldBlock` at once.
+    """
     if fcntl is None:  # pragma: no cover - Windows
+        if not wait:
+            raise WouldBlock(path)
         from filelock import FileLock, Timeout
 
         try:
@@ -38,7 +44,7 @@ def hold(path: str, timeout: float = TIMEOUT) -> Iterator[None]:
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        _acquire(fd, path, timeout)
+        _acquire(fd, path, timeout, wait)
         try:
             yield
         finally:
@@ -47,12 +53,13 @@ def hold(path: str, timeout: float = TIMEOUT) -> Iterator[None]:
         os.close(fd)
 
 
-def _acquire(fd: int, path: str, timeout: float) -> None:
+def _acquire(fd: int, path: str, timeout: float, wait: bool) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return
     except BlockingIOError:
-        pass
+        if not wait:
+            raise WouldBlock(path) from None
     deadline = time.monotonic() + timeout
     pause = 0.0005
     while True:
