@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import os
 import re
-import tempfile
 import time
 from collections.abc import Set
 from contextlib import suppress
@@ -22,9 +21,13 @@ from typing import Protocol
 
 import attrs
 
+from .durable import fsync_dir as _fsync_dir  # noqa: F401 (store/file.py imports it from here)
+from .durable import write_atomically
 from .errors import BlobNotFound
 
 _BLOB_ID = re.compile(r"[0-9a-f]{64}")
+_TEMP_PREFIX = ".tmp-"
+"""Begins the name of a blob being written; gc removes old strays by it."""
 
 
 def blob_id(data: bytes) -> str:
@@ -87,18 +90,7 @@ class FileBlobStore:
         except FileNotFoundError:
             pass
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(path.parent)
+        write_atomically(path, data, mode=0o600, temp_prefix=_TEMP_PREFIX)
         return blob
 
     async def get(self, blob: str) -> bytes:
@@ -125,7 +117,7 @@ class FileBlobStore:
             for entry in os.scandir(prefix.path):
                 blob = prefix.name + entry.name
                 stat = entry.stat()
-                stale_tmp = entry.name.startswith(".tmp-") and stat.st_mtime < cutoff
+                stale_tmp = entry.name.startswith(_TEMP_PREFIX) and stat.st_mtime < cutoff
                 if stale_tmp or (
                     is_blob_id(blob) and blob not in referenced and stat.st_mtime < cutoff
                 ):
@@ -164,11 +156,3 @@ class MemoryBlobStore:
         for b in dead:
             del self._blobs[b]
         return GcResult(len(dead), len(self._blobs), freed)
-
-
-def _fsync_dir(path: str | os.PathLike[str]) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

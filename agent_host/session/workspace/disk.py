@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import stat
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
+from ..durable import fsync_dir, write_atomically
 from ..errors import ToolError
 from .base import CommandResult
 from .listing import list_in_roots
@@ -96,31 +96,15 @@ def _read_file(real: Path, shown: str) -> bytes | None:
 
 
 def _write_atomic(real: Path, data: bytes, shown: str) -> None:
-    """Write via a temp file in the same directory so readers see old or new, whole."""
     st = _stat(real)
     if st is not None:
         _check_regular(st, shown)
-    parent = real.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        real.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
-    tmp = parent / f".{real.name}.{secrets.token_hex(6)}.tmp"
-    # O_CREAT with 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if st is not None:
-                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, real)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(parent)
+    kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
+    write_atomically(real, data, exact_mode=kept_mode, dir_sync_best_effort=True)
 
 
 def _delete_file(real: Path, shown: str) -> None:
@@ -131,13 +115,4 @@ def _delete_file(real: Path, shown: str) -> None:
         raise ToolError(f"{shown} is a directory; only files can be deleted")
     with suppress(FileNotFoundError):
         os.unlink(real)
-    _fsync_dir(real.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    with suppress(OSError):  # some filesystems refuse fsync on directories
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    fsync_dir(real.parent, best_effort=True)
