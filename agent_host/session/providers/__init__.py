@@ -1,15 +1,13 @@
 """Model providers: ``open_provider("openai/gpt-4.1-mini")`` and the like.
 
 A name is ``provider/model`` (or ``scripted:<path>``). The SDKs are imported only
-when a provider that needs them is opened, so ``import agent_host`` works without
-them; ``anthropic`` is an optional extra.
+when a provider that needs them is opened (see :mod:`.sdk`); ``anthropic`` is an
+optional extra.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
 from urllib.parse import urlsplit
 
 from ..model import ModelProvider
@@ -28,6 +26,7 @@ from .errors import (
 )
 from .openai_compat import OpenAICompatProvider
 from .scripted import ScriptedProvider, open_scripted
+from .sdk import import_sdk, open_client
 from .streaming import RAW_ARGUMENTS_KEY
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
@@ -74,14 +73,14 @@ def open_provider(
         # sends an OpenAI key to a proxy; a proxy without auth accepts any.
         key = api_key or os.environ.get("LITELLM_PROXY_API_KEY") or "no-key"
         hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=_secrets(key))
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=(key,))
         return _open_compatible(model, endpoint, key)
     if provider == "ollama":
         url = _ollama_url(base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
         url = url.rstrip("/")
         key = api_key or "ollama"  # the SDK insists on one; Ollama ignores it
         hint = "Ollama needs no key by default; check what sits in front of the server"
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=_secrets(key))
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=(key,))
         return _open_compatible(model, endpoint, key)
     if provider == "anthropic":
         return _open_anthropic(model, name, base_url, api_key, timeout, max_retries)
@@ -94,27 +93,25 @@ def open_provider(
 def _open_openai(
     model: str, name: str, base_url: str | None, api_key: str | None, timeout: float, retries: int
 ) -> OpenAICompatProvider:
-    openai = _import("openai", "pip install openai")
-    failure = None
-    try:
-        # None lets the SDK read OPENAI_API_KEY / OPENAI_BASE_URL itself.
-        client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries
-        )
-    except openai.OpenAIError:
-        failure = ModelConfigError(f"{model}: no API key; set OPENAI_API_KEY or pass api_key")
-    if failure is not None:
-        raise failure from None
-    hint = "set OPENAI_API_KEY (or pass api_key) to a valid key for this base URL"
-    url = str(client.base_url).rstrip("/")
-    secrets = _secrets(client.api_key, api_key)
-    endpoint = Endpoint("openai", name, url, hint, timeout, retries, secrets=secrets)
+    openai = import_sdk("openai", "pip install openai")
+    client, endpoint = open_client(
+        "openai",
+        name,
+        openai.AsyncOpenAI,
+        refusals=(openai.OpenAIError,),
+        refused=lambda _: f"{model}: no API key; set OPENAI_API_KEY or pass api_key",
+        key_hint="set OPENAI_API_KEY (or pass api_key) to a valid key for this base URL",
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=retries,
+    )
     # OpenAI's reasoning models (o3, o4-mini...) reject max_tokens.
     return OpenAICompatProvider(model, endpoint, client, token_limit_param="max_completion_tokens")
 
 
 def _open_compatible(model: str, endpoint: Endpoint, key: str) -> OpenAICompatProvider:
-    openai = _import("openai", "pip install openai")
+    openai = import_sdk("openai", "pip install openai")
     client = openai.AsyncOpenAI(
         api_key=key,
         base_url=endpoint.base_url,
@@ -127,40 +124,29 @@ def _open_compatible(model: str, endpoint: Endpoint, key: str) -> OpenAICompatPr
 def _open_anthropic(
     model: str, name: str, base_url: str | None, api_key: str | None, timeout: float, retries: int
 ) -> AnthropicProvider:
-    anthropic = _import("anthropic", "pip install 'agent-host[anthropic]'")
-    failure = None
-    try:
-        # None lets the SDK read ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL itself.
-        client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries
-        )
-    except (anthropic.AnthropicError, ValueError) as exc:
+    anthropic = import_sdk("anthropic", "pip install 'agent-host[anthropic]'")
+
+    def refused(exc: BaseException) -> str:
         # e.g. a credentials profile that is named but missing; the text names files,
         # not secrets
-        failure = ModelConfigError(
+        return (
             f"{model}: no usable Anthropic credentials: set ANTHROPIC_API_KEY "
             f"(or pass api_key). The SDK said: {' '.join(str(exc).split())[:300]}"
         )
-    if failure is not None:
-        raise failure from None
-    hint = "set ANTHROPIC_API_KEY (or pass api_key) to a valid key for this base URL"
-    url = str(client.base_url).rstrip("/")
-    secrets = _secrets(client.api_key, client.auth_token, api_key)
-    endpoint = Endpoint("anthropic", name, url, hint, timeout, retries, secrets=secrets)
+
+    client, endpoint = open_client(
+        "anthropic",
+        name,
+        anthropic.AsyncAnthropic,
+        refusals=(anthropic.AnthropicError, ValueError),
+        refused=refused,
+        key_hint="set ANTHROPIC_API_KEY (or pass api_key) to a valid key for this base URL",
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=retries,
+    )
     return AnthropicProvider(model, endpoint, client)
-
-
-def _import(module: str, install: str) -> Any:
-    failure = None
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        failure = ModelConfigError(f"the {module!r} package is not installed: {install}")
-    raise failure from None
-
-
-def _secrets(*keys: Any) -> tuple[str, ...]:
-    return tuple(k for k in keys if isinstance(k, str) and k)
 
 
 def _ollama_url(url: str) -> str:

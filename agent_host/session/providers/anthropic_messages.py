@@ -24,8 +24,8 @@ from ..model import (
     UsageReport,
 )
 from .anthropic_format import to_anthropic, tools_to_anthropic
-from .errors import Endpoint
-from .streaming import StreamInterrupted, guarded, parse_arguments
+from .sdk import SdkProvider, interruptible
+from .streaming import StreamInterrupted, parse_arguments
 
 DEFAULT_MAX_TOKENS = 8192
 """The API requires ``max_tokens``; every current Claude model can produce this many."""
@@ -42,27 +42,14 @@ _STOP: dict[str, StopReason] = {
 
 
 @attrs.define(eq=False)
-class AnthropicProvider:
-    model: str
-    """The full name, e.g. ``anthropic/claude-sonnet-4-20250514``."""
-    endpoint: Endpoint
-    client: Any = attrs.field(repr=False)
-    """An ``anthropic.AsyncAnthropic`` configured with the key, base URL, timeout, retries."""
-    retry_initial_delay: float = 0.5
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return guarded(
-            lambda: self._attempt(request), self.endpoint, initial_delay=self.retry_initial_delay
-        )
-
-    async def close(self) -> None:
-        await self.client.close()
+class AnthropicProvider(SdkProvider):
+    """Its client is an ``anthropic.AsyncAnthropic``."""
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         events = await self.client.messages.create(**request_kwargs(self.endpoint.model, request))
         state = _Accumulated()
         try:
-            async for event in _interruptible(events):
+            async for event in interruptible(events):
                 for out in state.feed(event):
                     yield out
         finally:
@@ -86,19 +73,6 @@ def request_kwargs(model: str, request: ModelRequest) -> dict[str, Any]:
     if request.tools:
         kwargs["tools"] = tools_to_anthropic(request.tools)
     return kwargs
-
-
-async def _interruptible(events: Any) -> AsyncIterator[Any]:
-    """The stream's events; a failure while reading them is a StreamInterrupted."""
-    iterator = events.__aiter__()
-    while True:
-        try:
-            event = await anext(iterator)
-        except StopAsyncIteration:
-            return
-        except Exception as exc:
-            raise StreamInterrupted(exc) from exc
-        yield event
 
 
 @attrs.define

@@ -23,12 +23,11 @@ from ..model import (
     ToolCallRequest,
     UsageReport,
 )
-from .errors import Endpoint
+from .sdk import SdkProvider, interruptible
 from .streaming import (
     StreamInterrupted,
     estimate_input_tokens,
     estimate_tokens,
-    guarded,
     parse_arguments,
 )
 
@@ -42,31 +41,19 @@ _FINISH: dict[str, StopReason] = {
 
 
 @attrs.define(eq=False)
-class OpenAICompatProvider:
-    model: str
-    """The full name, e.g. ``openai/gpt-4.1-mini``."""
-    endpoint: Endpoint
-    client: Any = attrs.field(repr=False)
-    """An ``openai.AsyncOpenAI`` configured with the key, base URL, timeout and retries."""
+class OpenAICompatProvider(SdkProvider):
+    """Its client is an ``openai.AsyncOpenAI``."""
+
     token_limit_param: str = "max_tokens"
     """OpenAI's own reasoning models reject ``max_tokens``; there it is
     ``max_completion_tokens``, which other servers may not know."""
-    retry_initial_delay: float = 0.5
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return guarded(
-            lambda: self._attempt(request), self.endpoint, initial_delay=self.retry_initial_delay
-        )
-
-    async def close(self) -> None:
-        await self.client.close()
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         kwargs = request_kwargs(self.endpoint.model, request, self.token_limit_param)
         chunks = await self.client.chat.completions.create(**kwargs)
         state = _Accumulated()
         try:
-            async for chunk in _interruptible(chunks):
+            async for chunk in interruptible(chunks):
                 for event in state.feed(chunk):
                     yield event
         finally:
@@ -99,20 +86,6 @@ def request_kwargs(model: str, request: ModelRequest, token_limit_param: str) ->
     if request.max_output_tokens is not None:
         kwargs[token_limit_param] = request.max_output_tokens
     return kwargs
-
-
-async def _interruptible(chunks: Any) -> AsyncIterator[Any]:
-    """The stream's chunks; a failure while reading them is a StreamInterrupted,
-    which the guard may retry, unlike a failure of the request itself."""
-    iterator = chunks.__aiter__()
-    while True:
-        try:
-            chunk = await anext(iterator)
-        except StopAsyncIteration:
-            return
-        except Exception as exc:
-            raise StreamInterrupted(exc) from exc
-        yield chunk
 
 
 @attrs.define
