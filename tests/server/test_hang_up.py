@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from agent_host.session import open_store
 from agent_host.session import events as ev
+from agent_host.session import open_store
 
 
 def frame(message: dict) -> bytes:
