@@ -25,7 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_store as b  # noqa: E402
+from bench_common import default_base  # noqa: E402
+from bench_store_common import turn_events  # noqa: E402
+from bench_store_p2 import TURNS  # noqa: E402
+from bench_store_p3 import ensure_list_cache  # noqa: E402
 
 from agent_host.session import open_store  # noqa: E402
 from agent_host.session.conversation import to_messages  # noqa: E402
@@ -43,18 +46,18 @@ async def prepare(op: str, kind: str, work: Path, base: Path):
     """An async callable doing one operation, and how many events/sessions it touches."""
     if op == "append":
         store = open_store(_url(kind, work / "append"))
-        await store.append("p", b.turn_events(0))
+        await store.append("p", turn_events(0))
         turns = iter(range(1, 10**9))
 
         async def one() -> None:
-            await store.append("p", b.turn_events(next(turns)))
+            await store.append("p", turn_events(next(turns)))
 
         return one
     if op == "load":
         url = _url(kind, work / "load")
         store = open_store(url)
-        for start in range(0, b.TURNS, 50):
-            await store.append("p", [e for i in range(start, start + 50) for e in b.turn_events(i)])
+        for start in range(0, TURNS, 50):
+            await store.append("p", [e for i in range(start, start + 50) for e in turn_events(i)])
         await store.close()
 
         async def one() -> None:
@@ -64,7 +67,7 @@ async def prepare(op: str, kind: str, work: Path, base: Path):
 
         return one
     if op == "list":
-        file_root, sqlite_db = await b.ensure_list_cache(base, fresh=False)
+        file_root, sqlite_db = await ensure_list_cache(base, fresh=False)
         store = open_store(file_root.as_uri() if kind == "file" else f"sqlite://{sqlite_db}")
         await store.list()
 
@@ -76,7 +79,7 @@ async def prepare(op: str, kind: str, work: Path, base: Path):
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    base = Path(args.dir).expanduser().absolute() if args.dir else b.default_base()
+    base = Path(args.dir).expanduser().absolute() if args.dir else default_base()
     base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="profile-", dir=base))
     try:

@@ -56,7 +56,7 @@ async def client(lsp_client: LanguageClient, tmp_path, workspace, steps):
 # ---------------------------------------------------------------------------
 # Plain-JSON clients: results, events and permission requests arrive as dicts
 # (pygls's default turns them into namedtuples). Used by test_methods.py,
-# test_robustness.py and test_two_servers.py; `client` above is unchanged.
+# test_bad_requests.py and test_two_servers.py; `client` above is unchanged.
 
 SERVER_COMMAND = [sys.executable, "-m", "agent_host", "serve"]
 

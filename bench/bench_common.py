@@ -1,0 +1,55 @@
+"""What bench_store.py and bench_server.py share: where the files go, the state of the
+machine and the repo for the header, and the quantile their tables print."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def quantile(values: list[float], frac: float) -> float:
+    """The sample at ``frac`` of the way through ``values`` sorted (nearest rank, no
+    interpolation)."""
+    s = sorted(values)
+    return s[min(len(s) - 1, round(frac * (len(s) - 1)))]
+
+
+def default_base() -> Path:
+    """The temp dir if it is on the repo's filesystem, else the repo's parent."""
+    tmp = Path(tempfile.gettempdir())
+    if os.stat(tmp).st_dev == os.stat(REPO).st_dev:
+        return tmp / f"agent-host-bench-{os.getuid()}"
+    return REPO.parent / ".agent-host-bench"
+
+
+def load_average() -> str:
+    """Load average, and the share of the last 10 s some task waited for a CPU (PSI):
+    other work on the machine shows here and makes a run noisy."""
+    try:
+        text = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+    try:
+        with open("/proc/pressure/cpu") as f:
+            some = f.readline().split()[1].split("=")[1]
+        text += f", cpu pressure {some}%"
+    except (OSError, IndexError):
+        pass
+    return text
+
+
+def git_state() -> str:
+    """The repo's HEAD, and whether agent_host has uncommitted changes."""
+
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *a], capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    rev = git("rev-parse", "--short", "HEAD") or "?"
+    dirty = git("status", "--porcelain", "--", "agent_host")
+    return rev + (" + uncommitted changes to agent_host" if dirty else "")

@@ -1,0 +1,220 @@
+"""P8: memory, VmRSS of an idle server and growth over a session/resume of 100,000
+events; on a miss, where the resumed session's memory goes."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench_server_common import (
+    AGENT_CMD,
+    TIMEOUT,
+    Row,
+    Samples,
+    fmt,
+    spawn_and_initialize,
+)
+
+from agent_host.session import open_store
+from agent_host.session.events import AssistantMessage, ToolCall, ToolResult, UserPrompt
+
+RESUME_TURNS = 25_000  # x 4 events = 100,000
+RESUME_ID = "20250101-000000-resume00"
+
+
+def _tool_output(n: int) -> str:
+    line = '    result = self.store.read(session_id, since_seq)  # "offset"\n'
+    return (line * (n // len(line) + 1))[:n]
+
+
+def turn_events(i: int, output: str) -> list:
+    """The turn of bench_store.py: prompt, read_file call, tool result, answer."""
+    path = f"src/pkg/module_{i % 97}.py"
+    call_id = f"call_{i:06d}"
+    return [
+        UserPrompt(text=f"Turn {i}: the test for {path} fails with a KeyError; please fix it."),
+        ToolCall(call_id=call_id, name="read_file", arguments={"path": path}),
+        ToolResult(call_id=call_id, output=output),
+        AssistantMessage(
+            text=f"I read {path}. The KeyError comes from line {i % 300 + 1}, where the "
+            "lookup assumes the key was set by the constructor; I changed it to use .get()."
+        ),
+    ]
+
+
+async def build_session(store_dir: Path, session_id: str, turns: int, tool_bytes: int) -> int:
+    """A ``turns``-turn session through the store API, 500 turns per append; its log size."""
+    store = open_store(str(store_dir))
+    output = _tool_output(tool_bytes)
+    batch = 500
+    try:
+        for start in range(0, turns, batch):
+            events = [
+                e for i in range(start, min(turns, start + batch)) for e in turn_events(i, output)
+            ]
+            await store.append(session_id, events)
+    finally:
+        await store.close()
+    return (store_dir / "sessions" / f"{session_id}.jsonl").stat().st_size
+
+
+@dataclass
+class Resumes:
+    size: int  # log bytes
+    before: Samples = field(default_factory=Samples)
+    after: Samples = field(default_factory=Samples)
+    growth: Samples = field(default_factory=Samples)
+    peak: Samples = field(default_factory=Samples)
+    took: Samples = field(default_factory=Samples)
+
+
+def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: str) -> Resumes:
+    out = Resumes(size)
+    for i in range(runs):
+        child, _ = spawn_and_initialize(AGENT_CMD, work, f"{name}-{i}", {"store": str(store_dir)})
+        try:
+            time.sleep(0.2)  # idle
+            rss0, _ = child.rss_kib()
+            t0 = time.perf_counter()
+            result = child.result(child.request("session/resume", {"sessionId": RESUME_ID}))
+            out.took.values.append((time.perf_counter() - t0) * 1e3)
+            time.sleep(0.2)
+            rss1, hwm = child.rss_kib()
+        finally:
+            child.close()
+        if result["head"] != 4 * RESUME_TURNS or result["turns"] != RESUME_TURNS:
+            raise RuntimeError(f"resume gave {result}")
+        out.before.values.append(rss0 / 1024)
+        out.after.values.append(rss1 / 1024)
+        out.growth.values.append((rss1 - rss0) / 1024)
+        out.peak.values.append(hwm / 1024)
+    return out
+
+
+def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[Row], Path]:
+    big, small = work / "p8-store", work / "p8-store-small"
+    started = time.perf_counter()
+    size = asyncio.run(build_session(big, RESUME_ID, RESUME_TURNS, 1024))
+    small_size = asyncio.run(build_session(small, RESUME_ID, RESUME_TURNS, 100))
+    build_s = time.perf_counter() - started
+    main = resume_in_servers(work, big, size, runs, "p8")
+    lean = resume_in_servers(work, small, small_size, runs, "p8-small")
+    rows = [
+        Row(
+            "agent-host serve idle RSS (P5 spawns)",
+            idle["agent"],
+            "MiB",
+            idle["bare"],
+            "bare",
+            max_value=60,
+        ),
+        Row("bare pygls server idle RSS (P5 spawns)", idle["bare"], "MiB"),
+        Row(
+            "RSS growth: session/resume of 100,000 events",
+            main.growth,
+            "MiB",
+            max_value=50,
+            note=(
+                f"log {size / 2**20:.1f} MiB ({RESUME_TURNS:,} turns x 4 events, 1 KB tool "
+                f"results); resume took {fmt(main.took.median, 'ms')}"
+            ),
+        ),
+        Row("  RSS before resume (same spawns)", main.before, "MiB"),
+        Row("  RSS after resume", main.after, "MiB"),
+        Row("  peak RSS (VmHWM) after resume", main.peak, "MiB"),
+        Row(
+            "RSS growth, 100-byte tool results (extra)",
+            lean.growth,
+            "MiB",
+            note=(
+                f"log {small_size / 2**20:.1f} MiB; peak {fmt(lean.peak.median, 'MiB')}; "
+                f"resume took {fmt(lean.took.median, 'ms')}; both logs built in {build_s:.0f} s"
+            ),
+        ),
+    ]
+    return rows, big
+
+
+# In a fresh interpreter: what the resumed session holds (tracemalloc), and what RSS
+# holds beyond that (pymalloc arenas with free space, glibc heap malloc_trim gives back).
+MEMORY_PROBE = r"""
+import asyncio, ctypes, gc, os, sys, tracemalloc
+import agent_host.server.app
+from agent_host.session.host import AgentHost
+store, sid, trace = sys.argv[1], sys.argv[2], sys.argv[3] == "trace"
+def rss():
+    d = {}
+    for line in open(f"/proc/{os.getpid()}/status"):
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            d[k] = int(v.split()[0]) / 1024
+    return d
+async def main():
+    host = AgentHost(store=store, model="scripted:/dev/null")
+    r0 = rss()
+    if trace:
+        tracemalloc.start()
+    state = await host.resume(sid)
+    gc.collect()
+    r1 = rss()
+    if trace:
+        snap = tracemalloc.take_snapshot()
+        live = sum(st.size for st in snap.statistics("filename"))
+        print(f"  tracemalloc: {live / 2**20:.1f} MiB of Python objects live after the "
+              "resume; by line:")
+        for st in snap.statistics("lineno")[:4]:
+            f = st.traceback[0]
+            where = f.filename.split("agent_host/")[-1] + f":{f.lineno}"
+            print(f"    {st.size / 2**20:6.1f} MiB {st.count:>8,} blocks  {where}")
+        return
+    sys.stdout.flush()
+    sys._debugmallocstats()  # to fd 2: the parent reads it
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    r2 = rss()
+    print(f"  RSS {r0['VmRSS']:.1f} -> {r1['VmRSS']:.1f} MiB (peak {r1['VmHWM']:.1f}); "
+          f"{len(state.events):,} events held; after malloc_trim(0) {r2['VmRSS']:.1f} MiB")
+asyncio.run(main())
+"""
+
+
+def _mallocstats(text: str) -> str:
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        key = key.strip("# ").strip()
+        if key in (
+            "arenas allocated current",
+            "bytes in allocated blocks",
+            "bytes in available blocks",
+        ):
+            found[key] = int(value.replace(",", "").split()[0])
+    if len(found) < 3:
+        return "  (no pymalloc statistics)"
+    return (
+        f"  pymalloc after the resume: {found['arenas allocated current']} arenas of 1 MiB, "
+        f"{found['bytes in allocated blocks'] / 2**20:.1f} MiB in use, "
+        f"{found['bytes in available blocks'] / 2**20:.1f} MiB free inside them"
+    )
+
+
+def memory_report(work: Path, store_dir: Path) -> str:
+    lines = ["Where the resume's memory goes (AgentHost.resume in a fresh interpreter, same log):"]
+    for mode in ("plain", "trace"):
+        done = subprocess.run(
+            [sys.executable, "-c", MEMORY_PROBE, str(store_dir), RESUME_ID, mode],
+            capture_output=True,
+            text=True,
+            cwd=work,
+            timeout=TIMEOUT,
+        )
+        if done.returncode:
+            lines.append(f"  probe failed: {done.stderr[-500:]}")
+            continue
+        lines.append(done.stdout.rstrip())
+        if mode == "plain":
+            lines.append(_mallocstats(done.stderr))
+    return "\n".join(lines)
