@@ -27,7 +27,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import orjson
 
 from .. import events as ev
@@ -38,7 +37,7 @@ from ..errors import (
     CorruptLogError,
     SessionNotFound,
 )
-from . import file_index, framing, locking
+from . import file_index, framing, locking, log_file
 from .base import (
     SessionInfo,
     Summary,
@@ -49,28 +48,10 @@ from .base import (
     summarize,
 )
 from .file_index import SessionIndex, compact_threshold
+from .log_file import LogState
 from .pacing import INLINE_READ_LIMIT, SyncPacer, WouldBlock
 
 T = TypeVar("T")
-_MARK = 16
-
-
-@attrs.define
-class _LogState:
-    """What this process last saw of one session's log."""
-
-    inode: int
-    size: int
-    offsets: list[int]
-    summary: Summary
-    mark: bytes = b""
-    """The first bytes of the last event's line (its checksum): if another
-    process truncated and re-appended to the same size, they differ."""
-
-    def still_matches(self, fd: int, stat: os.stat_result) -> bool:
-        if self.inode != stat.st_ino or self.size > stat.st_size:
-            return False
-        return not self.offsets or os.pread(fd, _MARK, self.offsets[-1]) == self.mark
 
 
 class FileCheckpointer:
@@ -84,7 +65,7 @@ class FileCheckpointer:
         self._made_dirs = False
         self.blobs = FileBlobStore(self.root / "blobs")
         self._index = SessionIndex(self.root)
-        self._states: dict[str, _LogState] = {}
+        self._states: dict[str, LogState] = {}
         self._pacer = SyncPacer()
 
     def __repr__(self) -> str:
@@ -138,6 +119,7 @@ class FileCheckpointer:
 
     async def close(self) -> None:
         self._states.clear()
+        self._index.close()
 
     # -- paths and locks
 
@@ -152,14 +134,17 @@ class FileCheckpointer:
         self, session_id: str, create: bool = False, wait: bool = True
     ) -> Iterator[int | None]:
         """Hold the session's lock; yield its log opened read-write (None if absent)."""
-        if not create and not os.path.exists(self._log_path(session_id)):
+        if not create and wait and not os.path.exists(self._log_path(session_id)):
             # Reading a session that does not exist creates nothing, not even a lock.
+            # (Not checked inline: this process has seen the log, and a stat of it
+            # would slow its next sync; see LogState.still_matches.)
             self._states.pop(session_id, None)
             yield None
             return
         self._make_dirs()
         with locking.hold(f"{self._locks_dir}/{session_id}.lock", wait=wait):
-            flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+            # Not O_APPEND: appends write over the zeros past the content (log_file).
+            flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self._log_path(session_id), flags, 0o600)
             except FileNotFoundError:
@@ -180,27 +165,27 @@ class FileCheckpointer:
 
     # -- the log
 
-    def _sync(
-        self, session_id: str, fd: int, wait: bool = True
-    ) -> tuple[_LogState, list[ev.Event]]:
+    def _sync(self, session_id: str, fd: int, wait: bool = True) -> tuple[LogState, list[ev.Event]]:
         """Bring this process's view of the log up to date; return the new events.
 
         Holding the lock, any bytes past the last whole event belong to a writer
         that died mid-write: they are moved aside and the log cut back. With
         ``wait=False``, a long read raises :class:`WouldBlock` before any change.
         """
-        stat = os.fstat(fd)
         state = self._states.get(session_id)
-        if state is None or not state.still_matches(fd, stat):
+        if state is None or not state.still_matches(fd):
             if not wait:
                 raise WouldBlock(session_id)
-            state = _LogState(stat.st_ino, 0, [], Summary())
-        elif not wait and stat.st_size - state.size > INLINE_READ_LIMIT:
-            raise WouldBlock(session_id)
-        if state.size == stat.st_size:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            state = LogState(0, size, [], Summary())
+            data = os.pread(fd, log_file.content_end(fd, size), 0)
+        else:
+            data, file_end = log_file.read_on(fd, state.size, None if wait else INLINE_READ_LIMIT)
+            if file_end is not None:
+                state.allocated = file_end
+        if not data:
             self._states[session_id] = state
             return state, []
-        data = os.pread(fd, stat.st_size - state.size, state.size)
         where = self._log_path(session_id)
         found = framing.scan(data, partial(_decode_event, where), where)
         first = state.summary.head + 1
@@ -214,9 +199,11 @@ class FileCheckpointer:
         state.summary.extend(found.records)
         state.offsets.extend(state.size + offset for offset in found.offsets)
         if found.records:
-            state.mark = os.pread(fd, _MARK, state.offsets[-1])
+            state.remember_last_line(fd)
         if found.torn:
-            self._cut_torn_tail(session_id, fd, state.size + found.end, stat.st_size)
+            end = state.size + found.end
+            self._cut_torn_tail(session_id, fd, end, state.size + len(data))
+            state.allocated = end
         state.size += found.end
         self._states[session_id] = state
         return state, found.records
@@ -252,18 +239,21 @@ class FileCheckpointer:
             ts = time.time()
             payloads = [ev.encode(e, head + n, ts) for n, e in enumerate(events, 1)]
             lines = framing.frame_batch(payloads)
-            self._index.pending(session_id)
-            started = time.perf_counter()
-            _write_all(fd, b"".join(lines), state.size)
-            self._pacer.observe(time.perf_counter() - started)
-            if state.size == 0:
-                _fsync_dir(self.root / "sessions")
-            for line in lines:
-                state.offsets.append(state.size)
-                state.size += len(line)
-            state.summary.add_new(events, head + 1, ts)
-            state.mark = lines[-1][:_MARK]
-            self._index.record(session_id, state.summary)
+            with self._index.writing(wait):
+                self._index.pending(session_id)
+                started = time.perf_counter()
+                state.allocated = log_file.write_at(
+                    fd, b"".join(lines), state.size, state.allocated
+                )
+                self._pacer.observe(time.perf_counter() - started)
+                if state.size == 0:
+                    _fsync_dir(self.root / "sessions")
+                for line in lines:
+                    state.offsets.append(state.size)
+                    state.size += len(line)
+                state.summary.add_new(events, head + 1, ts)
+                state.mark = lines[-1][: log_file.MARK]
+                self._index.record(session_id, state.summary)
             return state.summary.head
 
     def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
@@ -289,12 +279,13 @@ class FileCheckpointer:
         with self._locked(session_id) as fd:
             if fd is None:
                 raise SessionNotFound(session_id)
-            self._index.pending(session_id)
-            os.unlink(self._log_path(session_id))
-            self._stash_path(session_id).unlink(missing_ok=True)
-            _fsync_dir(self.root / "sessions")
-            self._states.pop(session_id, None)
-            self._index.deleted(session_id)
+            with self._index.writing():
+                self._index.pending(session_id)
+                os.unlink(self._log_path(session_id))
+                self._stash_path(session_id).unlink(missing_ok=True)
+                _fsync_dir(self.root / "sessions")
+                self._states.pop(session_id, None)
+                self._index.deleted(session_id)
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         with self._locked(session_id) as fd:
@@ -314,20 +305,24 @@ class FileCheckpointer:
             kept, removed = everything[:seq], everything[seq:]
             stash = self._read_stash(session_id)
             truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
-            self._index.pending(session_id)
-            # The removed events are durable in the stash before they leave the log.
-            self._write_stash(session_id, truncation)
-            if seq and not framing.commits(os.pread(fd, framing.FLAG_END, state.offsets[seq - 1])):
-                self._cut_inside_append(session_id, fd, state.offsets[seq - 1], cut)
-                self._states.pop(session_id, None)
-            else:
-                os.ftruncate(fd, cut)
-                os.fsync(fd)
-                del state.offsets[seq:]
-                state.size = cut
-                state.summary = summarize(kept)
-                state.mark = os.pread(fd, _MARK, state.offsets[-1]) if state.offsets else b""
-            self._index.record(session_id, summarize(kept))
+            with self._index.writing():
+                self._index.pending(session_id)
+                # The removed events are durable in the stash before they leave the log.
+                self._write_stash(session_id, truncation)
+                if seq and not framing.commits(
+                    os.pread(fd, framing.FLAG_END, state.offsets[seq - 1])
+                ):
+                    self._cut_inside_append(session_id, fd, state.offsets[seq - 1], cut)
+                    self._states.pop(session_id, None)
+                else:
+                    os.ftruncate(fd, cut)
+                    os.fsync(fd)
+                    state.allocated = cut
+                    del state.offsets[seq:]
+                    state.size = cut
+                    state.summary = summarize(kept)
+                    state.remember_last_line(fd)
+                self._index.record(session_id, summarize(kept))
             return truncation
 
     def _cut_inside_append(self, session_id: str, fd: int, last: int, cut: int) -> None:
@@ -342,7 +337,7 @@ class FileCheckpointer:
         tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            _write_all(out, data, None)
+            _write_all(out, data)
         finally:
             os.close(out)
         os.replace(tmp, log)
@@ -384,7 +379,7 @@ class FileCheckpointer:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             created = os.fstat(fd).st_size == 0
-            _write_all(fd, framing.frame_batch([payload])[0], None)
+            _write_all(fd, framing.frame_batch([payload])[0])
         finally:
             os.close(fd)
         if created:
@@ -406,11 +401,13 @@ class FileCheckpointer:
             with self._locked(session_id) as fd:
                 if fd is None:
                     sessions.pop(session_id, None)
-                    self._index.deleted(session_id)
+                    with self._index.writing():
+                        self._index.deleted(session_id)
                     continue
                 state, _ = self._sync(session_id, fd)
                 sessions[session_id] = state.summary.info(session_id)
-                self._index.record(session_id, state.summary)
+                with self._index.writing():
+                    self._index.record(session_id, state.summary)
         if lines > compact_threshold(len(sessions)):
             self._index.compact()
         return sorted(sessions.values(), key=_newest_first)
@@ -423,7 +420,7 @@ class FileCheckpointer:
             if not entry.name.endswith(".jsonl"):
                 continue
             try:
-                data = Path(entry.path).read_bytes()
+                data = Path(entry.path).read_bytes().rstrip(b"\0")  # see log_file
             except FileNotFoundError:
                 continue
             found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
@@ -455,20 +452,12 @@ def _decode_truncation(where: str, objects: list[dict[str, Any]]) -> list[Trunca
         raise CorruptLogError(f"{where}: a truncation could not be read: {exc}") from exc
 
 
-def _write_all(fd: int, data: bytes, rollback_to: int | None) -> None:
-    """Write ``data`` and fdatasync it; on failure cut the file back to ``rollback_to``.
-
-    A failed append (disk full, I/O error) must not leave half a batch behind.
-    """
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fdatasync(fd)
-    except BaseException:
-        if rollback_to is not None:
-            os.ftruncate(fd, rollback_to)
-        raise
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at the file's position and fdatasync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fdatasync(fd)
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:

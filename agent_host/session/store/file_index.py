@@ -13,16 +13,19 @@ a cache of the logs: lost or damaged, it is rebuilt from them; holding far more
 lines than sessions, it is rewritten compactly. Index lines are not fsynced: the
 logs are the truth, and a lost line is repaired like a dead writer's.
 
-Writers take no lock (an append already holds its session's lock). A rewrite
-replaces the file by rename under ``index.lock``, then marks ``?`` every session
-written to the old file meanwhile; a writer that finds the path renamed under it
-after writing writes its line again to the new file. Either way nothing is lost.
+Writers hold ``index.lock`` shared while they write their lines; a rewrite holds
+it exclusive while it reads the old file, writes the new one and renames it into
+place, so no line can go to a file that is being replaced. (Writers once checked,
+after writing, whether the path had been renamed under them; the stat that took
+cost each append's fdatasync a journal commit, see log_file. A rewrite still marks
+``?`` every session such an older writer wrote to the old file meanwhile.)
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import orjson
@@ -40,6 +43,14 @@ class SessionIndex:
     def __init__(self, root: Path) -> None:
         self.path = root / "index.jsonl"
         self._lock_path = str(root / "index.lock")
+        self._shared = locking.SharedHold(self._lock_path)
+
+    def writing(self, wait: bool = True) -> AbstractContextManager[None]:
+        """Hold the index shared while writing lines to it (see the module's doc)."""
+        return self._shared.held(wait)
+
+    def close(self) -> None:
+        self._shared.close()
 
     def pending(self, session_id: str) -> None:
         self._append(orjson.dumps([PENDING, session_id]) + b"\n")
@@ -55,6 +66,8 @@ class SessionIndex:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 os.write(fd, line)
+                if locking.fcntl is not None:
+                    return  # the caller holds the index shared: no rewrite is under way
                 written_to = os.fstat(fd).st_ino
             finally:
                 os.close(fd)

@@ -10,6 +10,7 @@ Elsewhere (Windows) :class:`filelock.FileLock` does the job.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,9 +54,10 @@ def hold(path: str, timeout: float = TIMEOUT, wait: bool = True) -> Iterator[Non
         os.close(fd)
 
 
-def _acquire(fd: int, path: str, timeout: float, wait: bool) -> None:
+def _acquire(fd: int, path: str, timeout: float, wait: bool, mode: int | None = None) -> None:
+    mode = fcntl.LOCK_EX if mode is None else mode
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
         return
     except BlockingIOError:
         if not wait:
@@ -65,12 +67,54 @@ def _acquire(fd: int, path: str, timeout: float, wait: bool) -> None:
     while True:
         time.sleep(pause)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 raise _busy(path, timeout) from None
             pause = min(pause * 2, 0.02)
+
+
+class SharedHold:
+    """A lock file this process holds shared while any of its threads needs it.
+
+    flock belongs to the open file, not the thread, so the threads of one store
+    share one open file and count themselves in and out; the lock is taken by the
+    first and released by the last. Without fcntl (Windows) it holds nothing.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd: int | None = None
+        self._users = 0
+        self._mutex = threading.Lock()
+
+    @contextmanager
+    def held(self, wait: bool = True, timeout: float = TIMEOUT) -> Iterator[None]:
+        """Hold it shared; with ``wait=False`` raise :class:`WouldBlock` rather than wait."""
+        if not self._mutex.acquire(blocking=wait):
+            raise WouldBlock(self._path)
+        try:
+            if self._users == 0 and fcntl is not None:
+                if self._fd is None:
+                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                _acquire(self._fd, self._path, timeout, wait, fcntl.LOCK_SH)
+            self._users += 1
+        finally:
+            self._mutex.release()
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._users -= 1
+                if self._users == 0 and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._fd is not None and self._users == 0:
+                os.close(self._fd)
+                self._fd = None
 
 
 def _busy(path: str, timeout: float) -> StoreBusy:

@@ -29,6 +29,7 @@ from agent_host.session.events import AssistantMessage, ToolCall, UserPrompt
 
 from ...conftest import make_backend
 from ._writer import batch, tag_of
+from .logs import content, write_at_content_end
 
 pytestmark = pytest.mark.slow
 
@@ -259,12 +260,12 @@ async def append_then_tear(backend, torn_bytes) -> tuple[Path, bytes, bytes]:
     store = backend.open()
     assert await store.append(SESSION, acknowledged_events()) == 3
     path = log_path(backend, SESSION)
-    good = path.read_bytes()
+    good = content(path)
     assert await store.append(SESSION, [AssistantMessage(text="four " * 20)]) == 4
-    line = path.read_bytes()[len(good) :]
+    line = content(path)[len(good) :]
     await store.close()
     garbage = torn_bytes(line)
-    path.write_bytes(good + garbage)
+    write_at_content_end(path, len(good), garbage)
     return path, good, garbage
 
 
@@ -330,9 +331,9 @@ async def test_file_torn_batch_is_cut_back_whole(file_backend):
     store = file_backend.open()
     assert await store.append(SESSION, acknowledged_events()) == 3
     path = log_path(file_backend, SESSION)
-    good = path.read_bytes()
+    good = content(path)
     assert await store.append(SESSION, batch("b1-1", 3, big_at=2)) == 6
-    data = path.read_bytes()
+    data = content(path)
     await store.close()
     first_line_end = data.index(b"\n", len(good)) + 1
     # The batch's first event reached the disk, its second only partly, its third not.

@@ -10,7 +10,9 @@ import pytest
 
 from agent_host.session import FileCheckpointer, open_store
 from agent_host.session.events import AssistantMessage, UserPrompt
-from agent_host.session.store import file_index, framing
+from agent_host.session.store import file_index, framing, log_file
+
+from .logs import content, write_at_content_end
 
 
 def mode(path) -> int:
@@ -41,7 +43,7 @@ async def test_files_are_private_to_the_user(root):
 async def test_log_is_json_lines_with_a_checksum_per_event(root):
     store = FileCheckpointer(root)
     await store.append("s1", [UserPrompt(text="hi"), AssistantMessage(text="yo")])
-    lines = (root / "sessions" / "s1.jsonl").read_bytes().splitlines()
+    lines = content(root / "sessions" / "s1.jsonl").splitlines()
     records = [orjson.loads(line) for line in lines]
     assert [r["event"]["type"] for r in records] == ["user_prompt", "assistant_message"]
     assert [r["event"]["seq"] for r in records] == [1, 2]
@@ -132,12 +134,11 @@ async def test_torn_tail_is_cut_and_kept_aside(root):
     store = FileCheckpointer(root)
     await store.append("s1", [UserPrompt(text="whole"), AssistantMessage(text="also whole")])
     log = root / "sessions" / "s1.jsonl"
-    whole = log.read_bytes()
+    whole = content(log)
     (half,) = framing.frame_batch(
         [b'{"type":"user_prompt","seq":3,"ts":1.0,"text":"never acknowledged"}']
     )
-    with open(log, "ab") as f:
-        f.write(half[: len(half) // 2])
+    write_at_content_end(log, len(whole), half[: len(half) // 2])
     reopened = FileCheckpointer(root)
     assert [e.seq for e in await reopened.read("s1")] == [1, 2]
     assert log.read_bytes() == whole
@@ -146,12 +147,49 @@ async def test_torn_tail_is_cut_and_kept_aside(root):
     assert await reopened.append("s1", [UserPrompt(text="next")]) == 3
 
 
+async def test_appends_write_over_zeros_and_grow_the_file_a_stretch_at_a_time(root):
+    """Most appends change no file size (so fdatasync commits no metadata)."""
+    store = FileCheckpointer(root)
+    log = root / "sessions" / "s1.jsonl"
+    sizes = []
+    for n in range(40):
+        await store.append("s1", [UserPrompt(text=f"prompt {n} " + "x" * 200)])
+        sizes.append(log.stat().st_size)
+        assert sizes[-1] % log_file.PAGE == 0
+        assert len(content(log)) < sizes[-1] <= len(content(log)) * 9 // 8 + 2 * log_file.PAGE
+    assert len(set(sizes)) < 10  # grew 40 appends in under 10 steps
+    for reader in (store, FileCheckpointer(root)):  # this process and a fresh one
+        assert [e.text for e in await reader.read("s1")] == [
+            f"prompt {n} " + "x" * 200 for n in range(40)
+        ]
+    assert await FileCheckpointer(root).append("s1", [UserPrompt(text="41")]) == 41
+    assert [e.seq for e in await store.read("s1", since_seq=39)] == [40, 41]
+
+
+async def test_stray_bytes_after_zeros_are_a_torn_tail(root):
+    """After a power cut a later page of a write may reach the disk and an earlier
+    one not: zeros, then bytes. They are cut and kept aside like any torn tail."""
+    store = FileCheckpointer(root)
+    await store.append("s1", [UserPrompt(text="kept")])
+    log = root / "sessions" / "s1.jsonl"
+    whole = content(log)
+    stray = b'xt":"lost"}}\n'
+    write_at_content_end(log, len(whole), bytes(100) + stray)
+    reopened = FileCheckpointer(root)
+    assert [e.text for e in await reopened.read("s1")] == ["kept"]
+    assert log.read_bytes() == whole
+    (kept,) = (root / "torn").iterdir()
+    assert kept.read_bytes() == bytes(100) + stray
+    assert await reopened.append("s1", [UserPrompt(text="next")]) == 2
+    assert [e.text for e in await FileCheckpointer(root).read("s1")] == ["kept", "next"]
+
+
 async def test_damage_before_the_tail_is_reported_not_cut(root):
     store = FileCheckpointer(root)
     await store.append("s1", [UserPrompt(text="one"), UserPrompt(text="two")])
     await store.append("s1", [UserPrompt(text="three")])
     log = root / "sessions" / "s1.jsonl"
-    data = bytearray(log.read_bytes())
+    data = bytearray(content(log))
     data[40] ^= 0x01
     log.write_bytes(bytes(data))
     from agent_host.session import CorruptLogError

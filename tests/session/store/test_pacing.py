@@ -8,10 +8,11 @@ import os
 
 import pytest
 
-from agent_host.session import open_store
+from agent_host.session import StoreBusy, open_store
 from agent_host.session.events import AssistantMessage, UserPrompt
 from agent_host.session.store import file as file_store
-from agent_host.session.store.pacing import INLINE_BELOW, SyncPacer
+from agent_host.session.store import locking
+from agent_host.session.store.pacing import INLINE_BELOW, SyncPacer, WouldBlock
 
 
 @pytest.fixture
@@ -99,3 +100,36 @@ async def test_a_log_another_process_grew_a_lot_is_read_on_the_thread(tmp_path, 
     assert threads == ["_append"]  # caught up: inline again
     texts = [e.text for e in await theirs.read("a")]
     assert texts == ["hi", "x" * 200_000, "mine", "again"]
+
+
+async def test_an_index_rewrite_under_way_sends_the_append_to_the_thread(tmp_path, threads):
+    """A rewrite holds the index exclusive; an inline append must not wait for it on
+    the loop, and its index lines must go to the new file, not the replaced one."""
+    store = open_store(tmp_path / "s")
+    await store.append("a", [UserPrompt(text="hi")])
+    fast_disk(store)
+    threads.clear()
+    with locking.hold(str(tmp_path / "s" / "index.lock")):  # as a rewrite does
+        append = asyncio.create_task(store.append("a", [AssistantMessage(text="later")]))
+        await asyncio.sleep(0.05)
+        assert not append.done()  # waiting on a thread; the loop runs
+    assert await append == 2
+    assert threads == ["_append"]
+    assert [(i.id, i.head) for i in await open_store(tmp_path / "s").list()] == [("a", 2)]
+
+
+def test_the_index_stays_shared_until_the_last_thread_of_a_store_lets_go(tmp_path):
+    """flock belongs to the open file: one thread's release must not free another's hold."""
+    path = str(tmp_path / "index.lock")
+    shared = locking.SharedHold(path)
+    with shared.held():
+        with shared.held():  # a second thread of the same store
+            pass
+        with pytest.raises(StoreBusy):
+            with locking.hold(path, timeout=0.1):  # a rewrite must still wait
+                pass
+    with locking.hold(path, timeout=1):
+        with pytest.raises(WouldBlock):
+            with shared.held(wait=False):
+                pass
+    shared.close()

@@ -1,0 +1,125 @@
+"""One session's log file: framed lines, then zeros that later appends write over.
+
+Why the zeros: an append that grows a file makes fdatasync commit the file's new
+size to the filesystem's journal as well as the data, and on ext4 here that is a
+third of the sync (150 µs against 100 µs for the same bytes written over zeros
+already on disk; docs/performance.md, P1). So a log grows a stretch at a time,
+ahead of what it holds, with zeros really written (a hole would need its blocks
+allocated by the later write, which is metadata again), and most appends then
+change no metadata at all. The stretch is an eighth of the log, at least one 4 KiB
+page and at most 1 MiB, rounded to pages: a log holds at most that much unused.
+
+Reading: no line holds a NUL byte (JSON escapes it), so the content ends where the
+zeros begin. A process that knows the log reads on from where it stopped up to the
+first NUL; one that does not looks for the last non-zero byte from the end. Either
+way, bytes a crash left -- a line cut short, or after a power cut a run of zeros
+with stray bytes after it -- end the content without a newline or in a damaged
+line, which :mod:`framing` reports as a torn tail.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from .base import Summary
+from .pacing import WouldBlock
+
+PAGE = 4096
+MAX_SPARE = 1 << 20
+MARK = len(b'{"batch":"1","crc":"01234567')
+_FIRST_READ = 4096
+
+
+@attrs.define
+class LogState:
+    """What this process last saw of one session's log."""
+
+    size: int
+    """Where the content ends: the next append is written here."""
+    allocated: int
+    """The file's size as last seen: content, then zeros. Another process may have
+    grown it since; believing it smaller only costs zeros written over zeros."""
+    offsets: list[int]
+    summary: Summary
+    mark: bytes = b""
+    """The start of the last event's line, up to and with its checksum."""
+
+    def still_matches(self, fd: int) -> bool:
+        """Whether the log still holds what this process saw, checked by content.
+
+        Not by ``fstat``: on Linux 6.13+ a stat makes the file's next write take a
+        fine-grained timestamp, which dirties the inode and costs that write's
+        fdatasync a journal commit (+45 µs here, docs/performance.md). Another
+        process can only replace or truncate the log by lines, so if the line this
+        process saw last is still where it was, crc and all, so is all before it.
+        """
+        return not self.offsets or os.pread(fd, MARK, self.offsets[-1]) == self.mark
+
+    def remember_last_line(self, fd: int) -> None:
+        self.mark = os.pread(fd, MARK, self.offsets[-1]) if self.offsets else b""
+
+
+def content_end(fd: int, size: int) -> int:
+    """Where the content of a log of ``size`` bytes ends: after its last non-zero byte."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        chunk = os.pread(fd, pos - start, start)
+        kept = len(chunk.rstrip(b"\0"))
+        if kept:
+            return start + kept
+        pos = start
+    return 0
+
+
+def read_on(fd: int, start: int, limit: int | None = None) -> tuple[bytes, int | None]:
+    """The content from ``start`` up to the first NUL, and the file's size if it
+    ended first (else None).
+
+    More than ``limit`` bytes of it raises :class:`WouldBlock`.
+    """
+    chunks: list[bytes] = []
+    pos, step = start, _FIRST_READ
+    while True:
+        chunk = os.pread(fd, step, pos)
+        nul = chunk.find(b"\0")
+        if nul >= 0:
+            chunks.append(chunk[:nul])
+            file_end = None
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+        if len(chunk) < step:
+            file_end = pos
+            break
+        if limit is not None and pos - start > limit:
+            raise WouldBlock(f"more than {limit} new bytes")
+        step = min(step * 4, 8 << 20)
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), file_end
+
+
+def write_at(fd: int, data: bytes, at: int, allocated: int) -> int:
+    """Write ``data`` at ``at`` and fdatasync; return the file's size after.
+
+    Data that does not fit in the zeros already there is written with a new
+    stretch of zeros after it. On failure (disk full, I/O error) the file is cut
+    back to ``at``, so no part of the write remains.
+    """
+    end = at + len(data)
+    if end > allocated:
+        grown = -(-(end + min(max(end // 8, PAGE), MAX_SPARE)) // PAGE) * PAGE
+        data += bytes(grown - end)
+        allocated = grown
+    try:
+        view = memoryview(data)
+        pos = at
+        while view:
+            written = os.pwrite(fd, view, pos)
+            view, pos = view[written:], pos + written
+        os.fdatasync(fd)
+    except BaseException:
+        os.ftruncate(fd, at)
+        raise
+    return allocated
