@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
@@ -177,7 +178,7 @@ class FileCheckpointer:
             if not wait:
                 raise WouldBlock(session_id)
             size = os.lseek(fd, 0, os.SEEK_END)
-            state = LogState(0, size, [], Summary())
+            state = LogState(0, size, array("q"), Summary())
             data = os.pread(fd, log_file.content_end(fd, size), 0)
         else:
             data, file_end = log_file.read_on(fd, state.size, None if wait else INLINE_READ_LIMIT)

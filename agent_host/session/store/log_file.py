@@ -20,6 +20,7 @@ line, which :mod:`framing` reports as a torn tail.
 from __future__ import annotations
 
 import os
+from array import array
 
 import attrs
 
@@ -41,7 +42,8 @@ class LogState:
     allocated: int
     """The file's size as last seen: content, then zeros. Another process may have
     grown it since; believing it smaller only costs zeros written over zeros."""
-    offsets: list[int]
+    offsets: array[int]
+    """Where each event's line starts: machine ints, 8 bytes each, not 36 as a list's."""
     summary: Summary
     mark: bytes = b""
     """The start of the last event's line, up to and with its checksum."""
