@@ -220,7 +220,10 @@ def _squash(content: Any, limit: int) -> str:
 
 
 async def _compaction(request: ModelRequest) -> AsyncIterator[ModelEvent]:
-    summary = compaction_summary(request.messages)
+    messages = request.messages
+    if messages and messages[-1].get("role") == "user":
+        messages = messages[:-1]  # the compaction instruction, not the conversation
+    summary = compaction_summary(messages)
     for chunk in text_chunks(summary):
         yield TextDelta(chunk)
     yield UsageReport(estimate_input_tokens(request.messages), estimate_tokens(summary))

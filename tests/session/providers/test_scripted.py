@@ -111,7 +111,8 @@ async def test_compaction_summarises_without_consuming_a_step(tmp_path):
         {"role": "assistant", "content": None, "tool_calls": []},
         {"role": "tool", "tool_call_id": "c", "content": "ok"},
         {"role": "assistant", "content": "wrote it"},
-        {"role": "user", "content": "x" * 3000},
+        {"role": "user", "content": "y" * 500},
+        {"role": "user", "content": "Summarise the conversation. " + "x" * 3000},
     ]
     # step 5 is past the script's end: compaction must not care
     request = ModelRequest(messages=messages, step=5, purpose="compaction")
@@ -120,6 +121,8 @@ async def test_compaction_summarises_without_consuming_a_step(tmp_path):
     summary = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert summary.startswith("Summary of 6 messages: user asked: write a.py")
     assert "last answer: wrote it" in summary
+    assert "y" * 100 in summary  # the last prompt of the conversation is in it...
+    assert "Summarise" not in summary and "xxx" not in summary  # ...the instruction is not
     assert len(summary) <= 1000
     assert await play(provider, turn(0)) == await play(provider, turn(0))
 
