@@ -172,7 +172,7 @@ async def record(root: Path) -> list[dict[str, Any]]:
     checkpoint = sent["result"]["checkpoint"]
 
     wire.mark("session/list")
-    await wire.request("session/list", {"limit": 10})
+    await wire.request("session/list", {"limit": 10, "workspace": project.as_uri()})
     wire.mark("session/resume")
     await wire.request("session/resume", {"sessionId": sid})
     wire.mark("session/history")

@@ -21,7 +21,14 @@ import pytest
 
 from agent_host.rpc.types import METHOD_TYPES
 from agent_host.session import open_store
-from agent_host.session.events import FileSnapshot, ToolCall, ToolResult, TurnEnd, UserPrompt
+from agent_host.session.events import (
+    FileSnapshot,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    UserPrompt,
+)
 from agent_host.session.turn import CANCELLED
 
 ORIGINAL = "def greet(name):\n    return f'Hi, {name}!'\n"
@@ -511,7 +518,10 @@ def test_demo_runs_a_whole_session_offline(tmp_path):
     assert out.count("[end_turn]") == 3
     assert "changed greet.py" in out and "created test_greet.py" in out
     assert "deleted NOTES.md" in out
-    assert "restore to before 'Add a test for greet':\n  deleted test_greet.py\n  created NOTES.md\n  2 files (NOTES.md, test_greet.py)" in out
+    assert (
+        "restore to before 'Add a test for greet':\n  deleted test_greet.py\n"
+        "  created NOTES.md\n  2 files (NOTES.md, test_greet.py)"
+    ) in out
     files_lines = [line for line in out.splitlines() if line.startswith("  files:")]
     assert files_lines == [
         "  files: README.md, greet.py, test_greet.py",
@@ -535,6 +545,20 @@ async def test_sessions_lists_newest_first(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("newer") and lines[0].endswith("second")
     assert lines[1].startswith("older")
+
+
+async def test_sessions_of_one_workspace(tmp_path):
+    app, lib = tmp_path / "app", tmp_path / "lib"
+    app.mkdir(), lib.mkdir()
+    store = open_store(tmp_path / "s")
+    await store.append("in-app", [SessionStarted(workspace=str(app)), UserPrompt(text="a")])
+    await store.append("in-lib", [SessionStarted(workspace=str(lib)), UserPrompt(text="b")])
+    listed = agent_host("sessions", "--store", str(tmp_path / "s"), "--workspace", ".", cwd=app)
+    assert listed.returncode == 0
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["in-app"]
+    as_json = agent_host("sessions", "--store", str(tmp_path / "s"), "--json")
+    rows = {r["id"]: r["workspace"] for r in map(json.loads, as_json.stdout.splitlines())}
+    assert rows == {"in-app": str(app), "in-lib": str(lib)}
 
 
 async def test_gc_removes_unreferenced_snapshots(tmp_path):

@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions", "list stored sessions, newest first", sessions, [verbose, store]
     )
     sessions_parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    sessions_parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="only the sessions started in DIR (e.g. --workspace . for this folder)",
+    )
 
     history_parser = add(
         "history",

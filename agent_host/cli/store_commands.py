@@ -7,6 +7,7 @@ server is started.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,9 @@ async def sessions(args: argparse.Namespace) -> int:
         infos = await store.list()
     finally:
         await store.close()
+    if args.workspace is not None:
+        folder = os.path.realpath(args.workspace)
+        infos = [i for i in infos if i.workspace == folder]
     for info in infos:
         if args.json:
             print(orjson.dumps(_info_json(info)).decode())
@@ -49,6 +53,7 @@ def _info_json(info: Any) -> dict[str, Any]:
         "title": info.title,
         "turns": info.turns,
         "head": info.head,
+        "workspace": info.workspace,
         "createdAt": local_time(info.created_at),
         "updatedAt": local_time(info.updated_at),
     }

@@ -88,6 +88,8 @@ class ListParams:
     limit: int | None = None
     cursor: str | None = None
     """nextCursor of the previous page."""
+    workspace: str | None = None
+    """A folder (path or file:// URI): only the sessions started in it. Omitted: all."""
 
 
 @attrs.define
@@ -99,6 +101,8 @@ class SessionSummary:
     updated_at: str
     turns: int
     head: int
+    workspace: str = ""
+    """The folder the session was started in; "" when not recorded."""
 
 
 @attrs.define

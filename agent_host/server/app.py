@@ -252,12 +252,17 @@ def create_server() -> AgentServer:
     async def list_sessions(params: rpc.ListParams) -> rpc.ListResult:
         if params.limit is not None and params.limit < 1:
             raise InvalidParams("limit: must be 1 or more (omit it for every session)")
-        infos = await server.agent().list_sessions()
+        folder = params.workspace
+        if folder is not None and folder.startswith("file:"):
+            folder = to_fs_path(folder)
+        if folder is not None and not folder:
+            raise InvalidParams("workspace: give a folder path or file:// URI (omit it for all)")
+        infos = await server.agent().list_sessions(folder)
         start = _cursor(params.cursor)
         end = len(infos) if params.limit is None else start + params.limit
         page = [
             rpc.SessionSummary(
-                i.id, i.title, _iso(i.created_at), _iso(i.updated_at), i.turns, i.head
+                i.id, i.title, _iso(i.created_at), _iso(i.updated_at), i.turns, i.head, i.workspace
             )
             for i in infos[start:end]
         ]

@@ -127,9 +127,16 @@ class AgentHost:
         self._loaded_cost = True
         return state
 
-    async def list_sessions(self) -> list[SessionInfo]:
+    async def list_sessions(
+        self, workspace: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """Sessions newest first; with ``workspace``, only those started in that folder."""
         self._require_persistence("list_sessions")
-        return await self.store.list()
+        infos = await self.store.list()
+        if workspace is None:
+            return infos
+        folder = os.path.realpath(workspace)
+        return [i for i in infos if i.workspace == folder]
 
     async def delete_session(self, session_id: str) -> None:
         self._require_persistence("delete_session")

@@ -125,7 +125,7 @@ def test_node_tests_against_the_server(npm: str, workdir: Path) -> None:
     for name in (
         "send streams the turn in order and answers with its result",
         "reject_once leaves the file untouched; allow_once writes it",
-        "the agent edits an open buffer through applyEdit; restore and undo bring it back and forth",
+        "the agent edits an open buffer through applyEdit; restore and undo bring it back and forth",  # noqa: E501 (a node test name)
         "cancel after the first text delta ends the turn as cancelled; the next turn runs",
         "Send Prompt runs a turn; the edit is shown as a diff and allowed in a modal",
     ):

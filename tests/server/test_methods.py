@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException
 from .conftest import request, wait_until
 
 SESSION_NOT_FOUND = -32001
+INVALID_PARAMS = -32602
 TURN_IN_PROGRESS = -32006
 REQUEST_CANCELLED = -32800
 
@@ -119,7 +120,7 @@ async def test_new_send_resume_history(agents, workspace):
     assert fresh["text"] == "First answer."  # step 0 again: a new session
 
 
-async def test_list_pagination_and_delete(agents):
+async def test_list_pagination_and_delete(agents, workspace):
     client = await agents([{"text": "ok"}])
     ids = []
     for title in ("oldest", "middle", "newest"):
@@ -130,8 +131,17 @@ async def test_list_pagination_and_delete(agents):
     assert [s["sessionId"] for s in everything["sessions"]] == ids[::-1]
     assert everything["nextCursor"] is None
     for summary in everything["sessions"]:
-        assert set(summary) == {"sessionId", "title", "createdAt", "updatedAt", "turns", "head"}
+        assert set(summary) == {
+            "sessionId",
+            "title",
+            "createdAt",
+            "updatedAt",
+            "turns",
+            "head",
+            "workspace",
+        }
         assert summary["turns"] == 0 and summary["head"] == 1
+        assert summary["workspace"] == str(workspace.resolve())
 
     first = await request(client, "session/list", {"limit": 2})
     assert [s["title"] for s in first["sessions"]] == ["newest", "middle"]
@@ -153,6 +163,30 @@ async def test_list_pagination_and_delete(agents):
         await request(client, "session/delete", {"sessionId": ids[0]})
     assert caught.value.code == SESSION_NOT_FOUND
     assert ids[0] in caught.value.message
+
+
+async def test_list_by_workspace(agents, workspace, tmp_path):
+    """Two editor windows on two projects share one store; each can list its own."""
+    other = tmp_path / "other-project"
+    other.mkdir()
+    here = await agents([{"text": "ok"}])
+    there = await agents([{"text": "ok"}], root=other)
+    mine = (await request(here, "session/send", {"prompt": "here"}))["sessionId"]
+    theirs = (await request(there, "session/send", {"prompt": "there"}))["sessionId"]
+    listed = await request(here, "session/list", {})
+    assert {s["sessionId"] for s in listed["sessions"]} == {mine, theirs}
+    for folder in (str(workspace), workspace.as_uri(), f"{workspace}/../{workspace.name}"):
+        only = await request(here, "session/list", {"workspace": folder})
+        assert [s["sessionId"] for s in only["sessions"]] == [mine]
+    only = await request(here, "session/list", {"workspace": str(other)})
+    assert [(s["sessionId"], s["workspace"]) for s in only["sessions"]] == [
+        (theirs, str(other.resolve()))
+    ]
+    nothing = await request(here, "session/list", {"workspace": str(tmp_path)})
+    assert nothing == {"sessions": [], "nextCursor": None}
+    with pytest.raises(JsonRpcException) as caught:
+        await request(here, "session/list", {"workspace": ""})
+    assert caught.value.code == INVALID_PARAMS and "workspace" in caught.value.message
 
 
 # -- checkpoints, restore, undo, compact, delete

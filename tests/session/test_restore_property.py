@@ -55,9 +55,7 @@ class QueuedModel:
 
 
 def disk(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()
-    }
+    return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
 
 
 class RestoreMachine(RuleBasedStateMachine):
@@ -97,8 +95,11 @@ class RestoreMachine(RuleBasedStateMachine):
     @rule(path=st.sampled_from(PATHS))
     def write(self, path):
         text = self.fresh()
-        self.turn("write_file", {"path": path, "content": text},
-                  lambda: self.files.__setitem__(path, text))
+        self.turn(
+            "write_file",
+            {"path": path, "content": text},
+            lambda: self.files.__setitem__(path, text),
+        )
 
     @rule(path=st.sampled_from(PATHS))
     def edit(self, path):

@@ -65,6 +65,8 @@ class SessionInfo:
     head: int
     turns: int
     title: str
+    workspace: str = ""
+    """The folder the session was started in (its SessionStarted), "" if unknown."""
 
 
 @attrs.define(slots=True)
@@ -90,6 +92,7 @@ class Summary:
     title: str = ""
     turns: int = 0
     head: int = 0
+    workspace: str = ""
 
     def add(self, event: Event) -> None:
         """Fold one stored event into the summary."""
@@ -109,8 +112,11 @@ class Summary:
             self.turns += 1
             if not self.title:
                 self.title = make_title(event.text)
-        elif type(event) is SessionStarted and event.title:
-            self.title = make_title(event.title)
+        elif type(event) is SessionStarted:
+            if event.title:
+                self.title = make_title(event.title)
+            if event.workspace:
+                self.workspace = event.workspace
 
     def extend(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -118,7 +124,13 @@ class Summary:
 
     def info(self, session_id: str) -> SessionInfo:
         return SessionInfo(
-            session_id, self.created_at, self.updated_at, self.head, self.turns, self.title
+            session_id,
+            self.created_at,
+            self.updated_at,
+            self.head,
+            self.turns,
+            self.title,
+            self.workspace,
         )
 
 

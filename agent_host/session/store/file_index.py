@@ -2,7 +2,8 @@
 
 ``index.jsonl`` is an append-only file of small JSON arrays, newest last:
 
-* ``[id, created_at, updated_at, head, turns, title]`` -- the session as of a write;
+* ``[id, created_at, updated_at, head, turns, title, workspace]`` -- the session as
+  of a write (an index of 6-field rows, from before the workspace, is rebuilt);
 * ``["?", id]`` -- a write to the session is about to happen;
 * ``["!", id]`` -- the session was deleted.
 
@@ -150,7 +151,7 @@ def parse(data: bytes) -> Loaded | None:
     pending: set[str] = set()
     try:
         for row in rows:
-            if len(row) == 6:
+            if len(row) == 7:
                 latest[row[0]] = row
                 if pending:
                     pending.discard(row[0])
@@ -180,8 +181,8 @@ def _recheck(late: bytes) -> bytes:
             row = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue  # a line still being written: its writer re-checks the path
-        if isinstance(row, list) and len(row) in (2, 6):
-            ids.add(row[0] if len(row) == 6 else row[1])
+        if isinstance(row, list) and len(row) in (2, 6, 7):
+            ids.add(row[1] if len(row) == 2 else row[0])
     return b"".join(orjson.dumps([PENDING, i]) + b"\n" for i in sorted(ids))
 
 
@@ -196,8 +197,10 @@ def _read_from(fd: int, offset: int) -> bytes:
 
 
 def _record(session_id: str, s: Summary) -> bytes:
-    return orjson.dumps([session_id, s.created_at, s.updated_at, s.head, s.turns, s.title]) + b"\n"
+    row = [session_id, s.created_at, s.updated_at, s.head, s.turns, s.title, s.workspace]
+    return orjson.dumps(row) + b"\n"
 
 
 def info_line(i: SessionInfo) -> bytes:
-    return orjson.dumps([i.id, i.created_at, i.updated_at, i.head, i.turns, i.title]) + b"\n"
+    row = [i.id, i.created_at, i.updated_at, i.head, i.turns, i.title, i.workspace]
+    return orjson.dumps(row) + b"\n"

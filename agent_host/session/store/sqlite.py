@@ -76,6 +76,15 @@ MIGRATIONS = [
         touched_at REAL NOT NULL
     );
     """,
+    # 2: the folder each session was started in, for list() by workspace.
+    """
+    ALTER TABLE sessions ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+    UPDATE sessions SET workspace = COALESCE((
+        SELECT json_extract(CAST(data AS TEXT), '$.workspace') FROM events
+        WHERE events.session_id = sessions.id AND events.seq = 1
+        AND json_extract(CAST(data AS TEXT), '$.type') = 'session_started'
+    ), '')
+    """,
 ]
 
 
@@ -154,7 +163,7 @@ class SqliteCheckpointer:
     async def list(self) -> list[SessionInfo]:
         rows = await _run(
             self._query,
-            "SELECT id, created_at, updated_at, head, turns, title FROM sessions "
+            "SELECT id, created_at, updated_at, head, turns, title, workspace FROM sessions "
             "ORDER BY updated_at DESC",
         )
         return [SessionInfo(*row) for row in rows]
@@ -196,18 +205,20 @@ class SqliteCheckpointer:
 
     def _summary(self, db: sqlite3.Connection, session_id: str) -> Summary:
         row = db.execute(
-            "SELECT created_at, updated_at, title, turns, head FROM sessions WHERE id = ?",
+            "SELECT created_at, updated_at, title, turns, head, workspace FROM sessions "
+            "WHERE id = ?",
             (session_id,),
         ).fetchone()
         return Summary(*row) if row else Summary()
 
     def _save_summary(self, db: sqlite3.Connection, session_id: str, s: Summary) -> None:
         db.execute(
-            "INSERT INTO sessions (id, created_at, updated_at, head, turns, title) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "INSERT INTO sessions (id, created_at, updated_at, head, turns, title, workspace) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
             "created_at = excluded.created_at, updated_at = excluded.updated_at, "
-            "head = excluded.head, turns = excluded.turns, title = excluded.title",
-            (session_id, s.created_at, s.updated_at, s.head, s.turns, s.title),
+            "head = excluded.head, turns = excluded.turns, title = excluded.title, "
+            "workspace = excluded.workspace",
+            (session_id, s.created_at, s.updated_at, s.head, s.turns, s.title, s.workspace),
         )
 
     def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:

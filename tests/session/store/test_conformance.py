@@ -169,6 +169,16 @@ async def test_list_title_is_trimmed_and_explicit_title_wins(store):
     assert infos["none"].turns == 0
 
 
+async def test_list_gives_the_folder_each_session_was_started_in(store, backend):
+    await store.append("here", [SessionStarted(workspace="/src/app"), UserPrompt(text="a")])
+    await store.append("there", [SessionStarted(workspace="/src/lib"), UserPrompt(text="b")])
+    await store.append("unknown", [UserPrompt(text="c")])
+    await store.append("here", [AssistantMessage(text="d")])
+    for reader in (store, backend.open()):
+        infos = {i.id: i.workspace for i in await reader.list()}
+        assert infos == {"here": "/src/app", "there": "/src/lib", "unknown": ""}
+
+
 async def test_list_is_the_same_after_reopening(store, backend):
     await store.append("a", turn(1))
     await store.append("b", turn(1) + turn(2))

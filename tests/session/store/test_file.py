@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from agent_host.session import FileCheckpointer, open_store
-from agent_host.session.events import AssistantMessage, UserPrompt
+from agent_host.session.events import AssistantMessage, SessionStarted, UserPrompt
 from agent_host.session.store import file_index, framing, log_file
 
 from .logs import content, write_at_content_end
@@ -106,6 +106,16 @@ async def test_writer_that_died_between_log_and_index_is_repaired_by_list(root, 
     # The repair was written down: the next list needs no log.
     monkeypatch.setattr(framing, "scan", lambda *a, **k: pytest.fail("log read"))
     assert {i.id: i.head for i in await FileCheckpointer(root).list()} == {"s1": 3, "fresh": 1}
+
+
+async def test_an_index_from_before_the_workspace_field_is_rebuilt(root):
+    store = FileCheckpointer(root)
+    await store.append("s1", [SessionStarted(workspace="/src/app"), UserPrompt(text="hi")])
+    # What an older version wrote: rows of six fields, no workspace.
+    (root / "index.jsonl").write_bytes(b'["s1",1.0,2.0,2,1,"hi"]\n')
+    infos = await FileCheckpointer(root).list()
+    assert [(i.id, i.head, i.workspace) for i in infos] == [("s1", 2, "/src/app")]
+    assert all(len(orjson.loads(line)) == 7 for line in content(root / "index.jsonl").splitlines())
 
 
 async def test_index_is_compacted_when_it_grows(root):
