@@ -59,7 +59,8 @@ async def build_session(store_dir: Path, session_id: str, turns: int, tool_bytes
             await store.append(session_id, events)
     finally:
         await store.close()
-    return (store_dir / "sessions" / f"{session_id}.jsonl").stat().st_size
+    log = (store_dir / "sessions" / f"{session_id}.jsonl").read_bytes()
+    return len(log.rstrip(b"\0"))  # without the zeros appends write over
 
 
 @dataclass

@@ -62,7 +62,8 @@ async def bench_append(work: Path, iterations: int) -> list[Row]:
     ]
     await round_robin(contenders, iterations, warmup=max(10, iterations // 20))
     os.close(floor_fd)
-    turn_bytes = (work / "p1-file" / "sessions" / f"{sid}.jsonl").stat().st_size
+    log = (work / "p1-file" / "sessions" / f"{sid}.jsonl").read_bytes()
+    turn_bytes = len(log.rstrip(b"\0"))  # without the zeros appends write over
     events = len(await file_store.read(sid))
     await file_store.close()
     await sqlite_store.close()
