@@ -221,6 +221,25 @@ def from_dict(data: dict[str, Any]) -> Event:
         return _structurers[kind](data, cls)
 
 
+def from_dicts(objects: list[dict[str, Any]]) -> list[Event]:
+    """:func:`from_dict` for many objects: one call per log window, not per event."""
+    types = EVENT_TYPES
+    events: list[Event] = []
+    append = events.append
+    for data in objects:
+        kind = data.pop("type", None)
+        cls = types.get(kind)
+        if cls is None:
+            data["type"] = kind  # an unknown event: from_dict keeps it whole
+            append(from_dict(data))
+            continue
+        try:
+            append(cls(**data))
+        except TypeError:
+            append(_structurers[cls.type](data, cls))
+    return events
+
+
 def decode(raw: bytes | str) -> Event:
     return from_dict(orjson.loads(raw))
 

@@ -118,9 +118,26 @@ class Summary:
             if event.workspace:
                 self.workspace = event.workspace
 
-    def extend(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.add(event)
+    def extend(self, events: Sequence[Event]) -> None:
+        """Fold stored events in, as :meth:`add` each would, in a few passes (a resume
+        folds every event of the log)."""
+        if not events:
+            return
+        starts = [e for e in events if type(e) is SessionStarted]
+        if len(starts) > 1 or (starts and starts[0] is not events[0]):
+            for event in events:  # a start after other events: fold them in order
+                self.add(event)
+            return
+        if starts:
+            self.add(starts[0])  # the log's first event: before every prompt
+        if self.head == 0:
+            self.created_at = events[0].ts
+        last = events[-1]
+        self.head, self.updated_at = last.seq, last.ts
+        prompts = [e for e in events if type(e) is UserPrompt]
+        self.turns += len(prompts)
+        if prompts and not self.title:
+            self.title = make_title(prompts[0].text)
 
     def info(self, session_id: str) -> SessionInfo:
         return SessionInfo(
@@ -136,7 +153,7 @@ class Summary:
 
 def summarize(events: Iterable[Event]) -> Summary:
     summary = Summary()
-    summary.extend(events)
+    summary.extend(list(events))
     return summary
 
 

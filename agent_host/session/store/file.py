@@ -436,9 +436,8 @@ def _newest_first(info: SessionInfo) -> float:
 
 
 def _decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
-    from_dict = ev.from_dict
     try:
-        return [from_dict(data) for data in objects]
+        return ev.from_dicts(objects)
     except Exception as exc:  # a checksummed record that still fails to decode
         raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc
 
