@@ -15,6 +15,7 @@ and written back unchanged, never dropped.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar
 
 import attrs
@@ -222,10 +223,17 @@ def from_dict(data: dict[str, Any]) -> Event:
 
 
 def from_dicts(objects: list[dict[str, Any]]) -> list[Event]:
-    """:func:`from_dict` for many objects: one call per log window, not per event."""
+    """:func:`from_dict` for many objects: one call per log window, not per event.
+
+    A resumed session keeps every event in memory, so values the parser made
+    afresh for each event are shared where they are equal: the timestamp of the
+    events of one append, a tool call's id with its result's, tool names.
+    """
     types = EVENT_TYPES
     events: list[Event] = []
     append = events.append
+    last_ts: Any = None
+    call_ids: dict[str, str] = {}
     for data in objects:
         kind = data.pop("type", None)
         cls = types.get(kind)
@@ -233,10 +241,22 @@ def from_dicts(objects: list[dict[str, Any]]) -> list[Event]:
             data["type"] = kind  # an unknown event: from_dict keeps it whole
             append(from_dict(data))
             continue
+        ts = data.get("ts")
+        if ts == last_ts:
+            data["ts"] = last_ts
+        else:
+            last_ts = ts
+        if cls is ToolCall or cls is ToolResult:
+            call_id = data.get("call_id")
+            if isinstance(call_id, str):
+                data["call_id"] = call_ids.setdefault(call_id, call_id)
+            name = data.get("name")
+            if isinstance(name, str):
+                data["name"] = sys.intern(name)
         try:
             append(cls(**data))
         except TypeError:
-            append(_structurers[cls.type](data, cls))
+            append(_structurers[kind](data, cls))
     return events
 
 
