@@ -6,8 +6,9 @@ third of the sync (150 µs against 100 µs for the same bytes written over zeros
 already on disk; docs/performance.md, P1). So a log grows a stretch at a time,
 ahead of what it holds, with zeros really written (a hole would need its blocks
 allocated by the later write, which is metadata again), and most appends then
-change no metadata at all. The stretch is an eighth of the log, at least one 4 KiB
-page and at most 1 MiB, rounded to pages: a log holds at most that much unused.
+change no metadata at all. The stretch is an eighth of the log (at most 1 MiB),
+rounded up to whole 4 KiB pages with at least 1 KiB of room: a small log still fits
+its one page, which the filesystem allocates anyway.
 
 Reading: no line holds a NUL byte (JSON escapes it), so the content ends where the
 zeros begin. A process that knows the log reads on from where it stopped up to the
@@ -29,6 +30,7 @@ from .pacing import WouldBlock
 
 PAGE = 4096
 MAX_SPARE = 1 << 20
+MIN_ROOM = 1024
 MARK = len(b'{"batch":"1","crc":"01234567')
 _FIRST_READ = 4096
 
@@ -111,7 +113,9 @@ def write_at(fd: int, data: bytes, at: int, allocated: int) -> int:
     """
     end = at + len(data)
     if end > allocated:
-        grown = -(-(end + min(max(end // 8, PAGE), MAX_SPARE)) // PAGE) * PAGE
+        grown = -(-(end + min(end // 8, MAX_SPARE)) // PAGE) * PAGE
+        if grown - end < MIN_ROOM:
+            grown += PAGE
         data += bytes(grown - end)
         allocated = grown
     try:

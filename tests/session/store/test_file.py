@@ -168,6 +168,7 @@ async def test_appends_write_over_zeros_and_grow_the_file_a_stretch_at_a_time(ro
         assert sizes[-1] % log_file.PAGE == 0
         assert len(content(log)) < sizes[-1] <= len(content(log)) * 9 // 8 + 2 * log_file.PAGE
     assert len(set(sizes)) < 10  # grew 40 appends in under 10 steps
+    assert sizes[0] == log_file.PAGE  # a small log stays in its one page
     for reader in (store, FileCheckpointer(root)):  # this process and a fresh one
         assert [e.text for e in await reader.read("s1")] == [
             f"prompt {n} " + "x" * 200 for n in range(40)
