@@ -21,7 +21,6 @@ from typing import Protocol
 
 import attrs
 
-from .durable import fsync_dir as _fsync_dir  # noqa: F401 (store/file.py imports it from here)
 from .durable import write_atomically
 from .errors import BlobNotFound
 

@@ -28,17 +28,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
-
 from .. import events as ev
-from ..blobs import FileBlobStore, _fsync_dir
+from ..blobs import FileBlobStore
+from ..durable import fsync_dir, write_atomically
 from ..errors import (
     CheckpointConflictError,
     CheckpointNotFound,
     CorruptLogError,
     SessionNotFound,
 )
-from . import file_index, framing, locking, log_file
+from . import file_index, file_stash, framing, locking, log_file
 from .base import (
     SessionInfo,
     Summary,
@@ -248,7 +247,7 @@ class FileCheckpointer:
                 )
                 self._pacer.observe(time.perf_counter() - started)
                 if state.size == 0:
-                    _fsync_dir(self.root / "sessions")
+                    fsync_dir(self.root / "sessions")
                 for line in lines:
                     state.offsets.append(state.size)
                     state.size += len(line)
@@ -284,7 +283,7 @@ class FileCheckpointer:
                 self._index.pending(session_id)
                 os.unlink(self._log_path(session_id))
                 self._stash_path(session_id).unlink(missing_ok=True)
-                _fsync_dir(self.root / "sessions")
+                fsync_dir(self.root / "sessions")
                 self._states.pop(session_id, None)
                 self._index.deleted(session_id)
 
@@ -304,12 +303,12 @@ class FileCheckpointer:
             cut = state.offsets[seq] if seq < head else state.size
             everything = self._read_events(fd, session_id, 0, state.size)
             kept, removed = everything[:seq], everything[seq:]
-            stash = self._read_stash(session_id)
+            stash = file_stash.read_stash(self._stash_path(session_id))
             truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
             with self._index.writing():
                 self._index.pending(session_id)
                 # The removed events are durable in the stash before they leave the log.
-                self._write_stash(session_id, truncation)
+                file_stash.add_to_stash(self._stash_path(session_id), truncation)
                 if seq and not framing.commits(
                     os.pread(fd, framing.FLAG_END, state.offsets[seq - 1])
                 ):
@@ -335,56 +334,16 @@ class FileCheckpointer:
         """
         log = Path(self._log_path(session_id))
         data = os.pread(fd, last, 0) + framing.as_last_of_batch(os.pread(fd, cut - last, last))
-        tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            _write_all(out, data)
-        finally:
-            os.close(out)
-        os.replace(tmp, log)
-        _fsync_dir(log.parent)
+        write_atomically(log, data, mode=0o600)
 
     def _truncations(self, session_id: str) -> list[Truncation]:
         with self._locked(session_id) as fd:
-            return [] if fd is None else self._read_stash(session_id)
+            return [] if fd is None else file_stash.read_stash(self._stash_path(session_id))
 
     def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
         where = self._log_path(session_id)
         data = os.pread(fd, end - start, start)
         return framing.scan(data, partial(_decode_event, where), where).records
-
-    # -- truncations, framed like events
-
-    def _read_stash(self, session_id: str) -> list[Truncation]:
-        path = self._stash_path(session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return []
-        found = framing.scan(data, partial(_decode_truncation, str(path)), str(path))
-        if found.torn:
-            # A crash while stashing: that truncation never happened.
-            os.truncate(path, found.end)
-        return found.records
-
-    def _write_stash(self, session_id: str, truncation: Truncation) -> None:
-        payload = orjson.dumps(
-            {
-                "id": truncation.id,
-                "seq": truncation.seq,
-                "ts": truncation.ts,
-                "events": [ev.to_dict(e) for e in truncation.events],
-            }
-        )
-        path = self._stash_path(session_id)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            created = os.fstat(fd).st_size == 0
-            _write_all(fd, framing.frame_batch([payload])[0])
-        finally:
-            os.close(fd)
-        if created:
-            _fsync_dir(path.parent)
 
     # -- the index
 
@@ -440,24 +399,6 @@ def _decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
         return ev.from_dicts(objects)
     except Exception as exc:  # a checksummed record that still fails to decode
         raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc
-
-
-def _decode_truncation(where: str, objects: list[dict[str, Any]]) -> list[Truncation]:
-    try:
-        return [
-            Truncation(d["id"], d["seq"], d["ts"], [ev.from_dict(e) for e in d["events"]])
-            for d in objects
-        ]
-    except Exception as exc:
-        raise CorruptLogError(f"{where}: a truncation could not be read: {exc}") from exc
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` at the file's position and fdatasync it."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.fdatasync(fd)
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
