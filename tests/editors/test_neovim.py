@@ -198,9 +198,33 @@ def edited(nvim, tmp_path_factory):
         },
         {"text": "Done: x is 2 now."},
     ]
-    return run_scenario(
-        nvim, tmp_path_factory.mktemp("edit"), "edit_restore", steps, {"a.py": ORIGINAL}
-    )
+    base = tmp_path_factory.mktemp("edit")
+    elsewhere = base / "other-project"
+    elsewhere.mkdir()
+    _store_session(base / "store", ELSEWHERE_ID, elsewhere.resolve(), "planned elsewhere")
+    return run_scenario(nvim, base, "edit_restore", steps, {"a.py": ORIGINAL})
+
+
+ELSEWHERE_ID = "20260101-000000-e15e1e55"
+
+
+def _store_session(store_path: Path, session_id: str, workspace: Path, title: str) -> None:
+    """A session started in `workspace`, as another project's server writes it to
+    the store they share."""
+    import asyncio
+
+    from agent_host.session import open_store
+    from agent_host.session.events import SessionStarted, UserPrompt
+
+    async def write() -> None:
+        store = open_store(str(store_path))
+        try:
+            started = SessionStarted(workspace=str(workspace), title=title)
+            await store.append(session_id, [started, UserPrompt(text=title)], expected_head=0)
+        finally:
+            await store.close()
+
+    asyncio.run(write())
 
 
 def test_agent_reads_the_unsaved_buffer_and_its_edit_lands_unmodified(edited):
@@ -285,6 +309,22 @@ def test_sessions_lists_the_session_after_a_server_restart(edited):
     assert edited["resumed"]["sessionId"] == edited["session_id"]
     assert edited["history_chat"].startswith("# Session " + edited["session_id"])
     assert edited["reattached"] is True
+
+
+def test_sessions_lists_this_workspace_and_with_bang_every_workspace(edited):
+    here, everywhere = edited["sessions_here"], edited["sessions_all"]
+    assert here["kind"] == everywhere["kind"] == "agent_host.session"
+    # :AgentSessions: the sessions started in this root, not the other project's
+    assert len(here["items"]) == 1 and edited["session_id"] in here["items"][0]
+    assert here["prompt"].startswith("agent-host: resume session (") and "proj" in here["prompt"]
+    # :AgentSessions!: every workspace's, each labelled with its folder
+    assert everywhere["prompt"] == "agent-host: resume session (every workspace)"
+    [mine] = [i for i in everywhere["items"] if edited["session_id"] in i]
+    [theirs] = [i for i in everywhere["items"] if ELSEWHERE_ID in i]
+    assert len(everywhere["items"]) == 2
+    assert mine.endswith("proj]") and "make x two" in mine
+    assert theirs.endswith("other-project]") and theirs.startswith("planned elsewhere  (1 turn, ")
+    assert here["chosen"] is None and everywhere["chosen"] is None  # dismissed
 
 
 def test_undo_restore_in_the_restarted_server(edited):

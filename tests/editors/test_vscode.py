@@ -128,6 +128,9 @@ def test_node_tests_against_the_server(npm: str, workdir: Path) -> None:
         "the agent edits an open buffer through applyEdit; restore and undo bring it back and forth",  # noqa: E501 (a node test name)
         "cancel after the first text delta ends the turn as cancelled; the next turn runs",
         "Send Prompt runs a turn; the edit is shown as a diff and allowed in a modal",
+        "List Sessions shows this workspace's sessions, every workspace's on request, "
+        "and resumes the picked one",
+        "list with a workspace: the sessions started in that folder, each naming its folder",
     ):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), f"{name!r} did not pass"
 

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { createFakeVscode, fakeWebviewView, type FakeUi } from './fakeVscode';
-import { PYTHON, waitFor } from './helpers';
+import { PYTHON, serve, waitFor } from './helpers';
 
 const HERE = path.resolve(__dirname, '..', '..');
 const BUNDLE = path.join(HERE, 'dist', 'extension.js');
@@ -248,17 +248,48 @@ test('New Session starts an empty session and makes it current', async () => {
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
 });
 
-test('List Sessions shows every session and resumes the picked one', async () => {
+test("List Sessions shows this workspace's sessions, every workspace's on request, and resumes the picked one", async () => {
+    // a session started in another project, by another server on the same store
+    const elsewhere = await serve({ steps: [], store: path.join(dir, 'store') });
+    const otherFolder = path.basename(elsewhere.dir);
+    let theirs: string;
+    try {
+        theirs = (await elsewhere.client.api.newSession({ title: 'Elsewhere' })).sessionId;
+    } finally {
+        await elsewhere.close();
+    }
+
     const listing = ui.commands.get('agentHost.listSessions')!();
     const picker = await waitFor(() => {
         const p = ui.quickPicks[ui.quickPicks.length - 1];
-        return p && !p.busy && p.items.length >= 2 ? p : undefined;
+        return p && !p.busy && p.items.some((i) => i.session) ? p : undefined;
     }, 'the loaded session list');
-    const labels = picker.items.map((i) => i.label);
-    assert.equal(labels.length, 2);
-    assert.equal(labels[0], '$(arrow-right) Second session', 'newest first, the current one marked');
-    assert.match(picker.items[1].description, /^2 turns · /);
-    picker.accept(picker.items[1]);
+    assert.equal(picker.title, 'Agent Host: Sessions of project');
+    const sessions = () => picker.items.filter((i) => i.session);
+    assert.deepEqual(
+        sessions().map((i) => i.label),
+        ['$(arrow-right) Second session', 'Make a.py print new'],
+        "this workspace's, newest first, the current one marked; not the other project's",
+    );
+    assert.match(sessions()[1].description, /^2 turns · /);
+    assert.equal(sessions()[1].detail, sessions()[1].session.sessionId);
+    const toAll = picker.items[picker.items.length - 1];
+    assert.equal(toAll.label, '$(folder-library) Sessions of every workspace');
+
+    // every workspace: the other project's session too, each with its folder
+    picker.accept(toAll);
+    await waitFor(() => (!picker.busy && sessions().length === 3) || undefined, "every workspace's sessions");
+    assert.equal(picker.title, 'Agent Host: Sessions of every workspace');
+    const [newest, ...mine] = sessions();
+    assert.equal(newest.label, 'Elsewhere');
+    assert.equal(newest.session.sessionId, theirs);
+    assert.ok(newest.detail.includes(otherFolder) && newest.detail.endsWith(` · ${theirs}`), newest.detail);
+    for (const item of mine) {
+        assert.ok(item.detail.includes(`${path.basename(dir)}${path.sep}project · `), item.detail);
+    }
+    assert.equal(picker.items[picker.items.length - 1].label, '$(folder) Sessions of project only');
+
+    picker.accept(mine[1]);
     await listing;
     const state = await waitFor(() => {
         const s = lastRender();

@@ -2,7 +2,9 @@
  * read-only methods over the session it leaves (list, resume, history, checkpoints). */
 
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { REQUESTS, CANCEL, EVENT, REQUEST_PERMISSION } from '../src/protocol/methods';
 import { Transcript } from '../src/protocol/transcript';
 import { PROTOCOL_VERSION, type SessionEvent } from '../src/protocol/types';
@@ -194,6 +196,32 @@ test('list pages with limit and nextCursor', async () => {
         );
     } finally {
         await f.close();
+    }
+});
+
+test('list with a workspace: the sessions started in that folder, each naming its folder', async () => {
+    const here = await serve({ steps: [] });
+    const there = await serve({ steps: [], store: here.store });
+    try {
+        const mine = (await here.client.api.newSession({ title: 'here' })).sessionId;
+        const theirs = (await there.client.api.newSession({ title: 'there' })).sessionId;
+        const folders = new Map([
+            [mine, fs.realpathSync(here.root)],
+            [theirs, fs.realpathSync(there.root)],
+        ]);
+        const all = await here.client.api.listAll();
+        assert.deepEqual(new Map(all.map((s) => [s.sessionId, s.workspace])), folders);
+        for (const workspace of [pathToFileURL(here.root).href, here.root]) {
+            const only = await here.client.api.list({ workspace });
+            assert.deepEqual(only.sessions.map((s) => s.sessionId), [mine], workspace);
+        }
+        assert.deepEqual(
+            (await here.client.api.listAll(10, pathToFileURL(there.root).href)).map((s) => s.sessionId),
+            [theirs],
+        );
+    } finally {
+        await there.close();
+        await here.close();
     }
 });
 

@@ -257,10 +257,10 @@ describe('AgentApi', () => {
         assert.equal(fake.sent.filter((s) => s.method === 'session/cancel').length, cancels, 'and stops then');
     });
 
-    test('listAll follows nextCursor', async () => {
+    test('listAll follows nextCursor, with the workspace on every page', async () => {
         const fake = fakeEndpoint();
         const api = new AgentApi(fake.endpoint);
-        const summary = (id: string) => ({ sessionId: id, title: id, createdAt: '', updatedAt: '', turns: 0, head: 1 });
+        const summary = (id: string) => ({ sessionId: id, title: id, createdAt: '', updatedAt: '', turns: 0, head: 1, workspace: '/p' });
         fake.setReply((_m, params) => {
             const cursor = (params as { cursor: string | null }).cursor;
             return cursor === null
@@ -271,6 +271,16 @@ describe('AgentApi', () => {
             (await api.listAll(1)).map((s) => s.sessionId),
             ['a', 'b'],
         );
+        assert.deepEqual(fake.sent.map((s) => s.params), [
+            { limit: 1, cursor: null },
+            { limit: 1, cursor: '1' },
+        ]);
+        fake.sent.length = 0;
+        await api.listAll(1, 'file:///p');
+        assert.deepEqual(fake.sent, [
+            { method: 'session/list', params: { limit: 1, cursor: null, workspace: 'file:///p' } },
+            { method: 'session/list', params: { limit: 1, cursor: '1', workspace: 'file:///p' } },
+        ]);
     });
 });
 

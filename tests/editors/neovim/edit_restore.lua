@@ -1,5 +1,5 @@
 -- An agent edit of a buffer with unsaved changes, a restore that brings them
--- back, a server restart, :AgentSessions, :AgentUndoRestore, :AgentHistory.
+-- back, a server restart, :AgentSessions[!], :AgentUndoRestore, :AgentHistory.
 local H = dofile(vim.fs.dirname(arg[0]) .. "/helpers.lua")
 local cfg = H.cfg
 
@@ -122,6 +122,23 @@ H.step("stopped")
 H.record("status_stopped", agent.status())
 local session_id = inst.session_id
 inst.session_id = nil -- as in a fresh Neovim
+
+-- :AgentSessions lists this root's sessions, :AgentSessions! every workspace's
+-- (the store also has a session started elsewhere, written by the test)
+local function look(command)
+  local asked = #H.questions
+  table.insert(H.answers, function()
+    return nil -- just looking: dismissed
+  end)
+  vim.cmd(command)
+  H.wait(command .. "'s list", 20000, function()
+    return #H.questions > asked
+  end)
+  return H.questions[#H.questions]
+end
+H.record("sessions_here", look("AgentSessions"))
+H.record("sessions_all", look("AgentSessions!"))
+H.step("listed")
 local resumed
 H.answer(function(item)
   return item.sessionId == session_id

@@ -1,5 +1,5 @@
--- Session commands: :AgentNew, :AgentHistory, :AgentSessions (pick and
--- resume), :AgentCompact.
+-- Session commands: :AgentNew, :AgentHistory, :AgentSessions[!] (pick and
+-- resume: this root's sessions, or with ! every workspace's), :AgentCompact.
 local chat = require("agent_host.chat")
 local client = require("agent_host.client")
 local compat = require("agent_host.compat")
@@ -65,6 +65,15 @@ local function session_label(s)
   )
 end
 
+--- The label with the folder the session was started in (when listing them all).
+local function session_label_with_workspace(s)
+  local folder = "folder unknown"
+  if type(s.workspace) == "string" and s.workspace ~= "" then
+    folder = vim.fn.fnamemodify(s.workspace, ":~")
+  end
+  return ("%s  [%s]"):format(session_label(s), folder)
+end
+
 --- Resume a session by id: it becomes current and its history is shown.
 function M.resume(session_id, on_done)
   local inst = util.current()
@@ -87,22 +96,31 @@ function M.resume(session_id, on_done)
   end)
 end
 
---- Pick a stored session with vim.ui.select and resume it.
-function M.sessions(on_done)
+--- Pick a stored session with vim.ui.select and resume it. The sessions
+--- started in the current root; with opts.all, those of every workspace
+--- (:AgentSessions!), each labelled with its folder.
+function M.sessions(on_done, opts)
+  local all = opts ~= nil and opts.all == true
   local inst = util.current()
-  client.request(inst, "session/list", vim.empty_dict(), function(err, result)
+  local here = vim.fn.fnamemodify(inst.root, ":~")
+  local params = all and vim.empty_dict() or { workspace = inst.root }
+  client.request(inst, "session/list", params, function(err, result)
     if err then
       return fail("session/list")(err)
     end
     local sessions = result.sessions or {}
     if #sessions == 0 then
-      notify("no stored sessions")
+      if all then
+        notify("no stored sessions")
+      else
+        notify(("no stored sessions in %s (:AgentSessions! lists every workspace's)"):format(here))
+      end
       return
     end
     vim.ui.select(sessions, {
-      prompt = "agent-host: resume session",
+      prompt = ("agent-host: resume session (%s)"):format(all and "every workspace" or here),
       kind = "agent_host.session",
-      format_item = session_label,
+      format_item = all and session_label_with_workspace or session_label,
     }, function(choice)
       if choice then
         util.api().resume(choice.sessionId, on_done)

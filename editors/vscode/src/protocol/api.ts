@@ -183,12 +183,13 @@ export class AgentApi implements Disposable {
         return this.call(m.LIST, params);
     }
 
-    /** Every session, following nextCursor page by page. */
-    async listAll(pageSize = 100): Promise<SessionSummary[]> {
+    /** Every session (with `workspace`, those started in that folder), following
+     * nextCursor page by page. */
+    async listAll(pageSize = 100, workspace?: string): Promise<SessionSummary[]> {
         const all: SessionSummary[] = [];
         let cursor: string | null = null;
         do {
-            const page: ListResult = await this.list({ limit: pageSize, cursor });
+            const page: ListResult = await this.list({ limit: pageSize, cursor, ...(workspace === undefined ? {} : { workspace }) });
             all.push(...page.sessions);
             cursor = page.nextCursor;
         } while (cursor !== null && cursor !== undefined);

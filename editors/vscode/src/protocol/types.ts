@@ -70,8 +70,11 @@ export interface SessionParams {
 }
 
 export interface ListParams {
+    /** A folder, as a path or file:// URI: only the sessions started in it (symlinks
+     * resolved). Omitted: every session in the store. */
     workspace?: string | null;
     limit?: number | null;
+    /** nextCursor of the previous page. */
     cursor?: string | null;
 }
 
@@ -83,6 +86,8 @@ export interface SessionSummary {
     updatedAt: string;
     turns: number;
     head: number;
+    /** The folder the session was started in; "" when its log does not say. */
+    workspace: string;
 }
 
 export interface ListResult {

@@ -1,8 +1,11 @@
 /**
- * The session commands: New Session, List Sessions (resume, delete), Show History,
- * and the transcript rebuilt from session/history after a resume or restore.
+ * The session commands: New Session, List Sessions (this workspace's or every
+ * workspace's; resume, delete), Show History, and the transcript rebuilt from
+ * session/history after a resume or restore.
  */
 
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { SessionSummary } from '../protocol/types';
 import { Transcript, toMarkdown } from '../protocol/transcript';
@@ -55,37 +58,70 @@ export class SessionCommands {
         await this.ui.chat.reveal();
     }
 
+    /**
+     * A quick pick of the stored sessions of the first workspace folder (the one the
+     * server works on), as `codex resume` and `claude --resume` list the current
+     * project's; its last item switches to the sessions of every workspace (each
+     * with its folder) and back. Picking a session resumes it.
+     */
     async listSessions(): Promise<void> {
         const { state } = this.ui;
         const api = await this.ui.server.ensureStarted();
-        type Item = vscode.QuickPickItem & { session?: SessionSummary; more?: boolean };
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        if (!folder) {
+            throw new Error('Open a folder first: the agent works on the files of the first workspace folder.');
+        }
+        type Item = vscode.QuickPickItem & { session?: SessionSummary; more?: boolean; everyWorkspace?: boolean };
         const picker = vscode.window.createQuickPick<Item>();
-        picker.title = 'Agent Host: Sessions';
-        picker.placeholder = 'Pick a session to resume';
         picker.matchOnDescription = true;
         picker.matchOnDetail = true;
         const deleteButton = { iconPath: new vscode.ThemeIcon('trash'), tooltip: 'Delete this session' };
+        let everyWorkspace = false;
         let sessions: SessionSummary[] = [];
         let cursor: string | null = null;
+        let loaded = false;
+        /** Bumped when the list starts over, so that a page of the old list is dropped. */
+        let generation = 0;
         const show = () => {
+            picker.title = everyWorkspace ? 'Agent Host: Sessions of every workspace' : `Agent Host: Sessions of ${folder.name}`;
+            picker.placeholder =
+                !loaded || sessions.length
+                    ? 'Pick a session to resume'
+                    : everyWorkspace
+                      ? 'No stored sessions'
+                      : `No sessions of ${folder.name} yet; pick "Sessions of every workspace" for the others`;
             const items: Item[] = sessions.map((s) => ({
                 label: `${s.sessionId === state.current ? '$(arrow-right) ' : ''}${s.title || '(untitled)'}`,
                 description: `${s.turns} turn${s.turns === 1 ? '' : 's'} · ${new Date(s.updatedAt).toLocaleString()}`,
-                detail: s.sessionId,
+                detail: everyWorkspace ? `${folderText(s.workspace)} · ${s.sessionId}` : s.sessionId,
                 session: s,
                 buttons: [deleteButton],
             }));
             if (cursor !== null) {
                 items.push({ label: '$(ellipsis) Load more…', more: true, alwaysShow: true });
             }
+            items.push(
+                everyWorkspace
+                    ? { label: `$(folder) Sessions of ${folder.name} only`, everyWorkspace: false, alwaysShow: true }
+                    : { label: '$(folder-library) Sessions of every workspace', everyWorkspace: true, alwaysShow: true },
+            );
             picker.items = items;
         };
         const load = async () => {
+            const mine = generation;
             picker.busy = true;
             try {
-                const page = await api.list({ limit: LIST_PAGE, cursor });
+                const page = await api.list({
+                    limit: LIST_PAGE,
+                    cursor,
+                    ...(everyWorkspace ? {} : { workspace: folder.uri.toString() }),
+                });
+                if (mine !== generation) {
+                    return;
+                }
                 sessions = sessions.concat(page.sessions);
                 cursor = page.nextCursor ?? null;
+                loaded = true;
                 for (const s of page.sessions) {
                     if (s.title) {
                         state.titles.set(s.sessionId, s.title);
@@ -93,14 +129,29 @@ export class SessionCommands {
                 }
                 show();
             } finally {
-                picker.busy = false;
+                if (mine === generation) {
+                    picker.busy = false;
+                }
             }
+        };
+        const startOver = (all: boolean) => {
+            everyWorkspace = all;
+            generation++;
+            sessions = [];
+            cursor = null;
+            loaded = false;
+            show();
+            return load();
         };
         const chosen = await new Promise<SessionSummary | undefined>((resolve) => {
             picker.onDidAccept(() => {
                 const item = picker.selectedItems[0];
                 if (item?.more) {
                     load().catch((err) => this.ui.showError(err));
+                    return;
+                }
+                if (item?.everyWorkspace !== undefined) {
+                    startOver(item.everyWorkspace).catch((err) => this.ui.showError(err));
                     return;
                 }
                 resolve(item?.session);
@@ -132,6 +183,7 @@ export class SessionCommands {
                 }
             });
             picker.onDidHide(() => resolve(undefined));
+            show();
             picker.show();
             load().catch((err) => {
                 this.ui.showError(err);
@@ -178,4 +230,13 @@ export class SessionCommands {
         const doc = await vscode.workspace.openTextDocument(uri);
         await vscode.window.showTextDocument(doc, { preview: true });
     }
+}
+
+/** A session's folder as the list shows it: `~/…` under the home folder. */
+function folderText(workspace: string | undefined): string {
+    if (!workspace) {
+        return 'folder unknown';
+    }
+    const home = os.homedir();
+    return home && (workspace === home || workspace.startsWith(home + path.sep)) ? `~${workspace.slice(home.length)}` : workspace;
 }
