@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -252,12 +253,15 @@ def create_server() -> AgentServer:
     async def list_sessions(params: rpc.ListParams) -> rpc.ListResult:
         if params.limit is not None and params.limit < 1:
             raise InvalidParams("limit: must be 1 or more (omit it for every session)")
+        host = server.agent()
         folder = params.workspace
         if folder is not None and folder.startswith("file:"):
             folder = to_fs_path(folder)
         if folder is not None and not folder:
             raise InvalidParams("workspace: give a folder path or file:// URI (omit it for all)")
-        infos = await server.agent().list_sessions(folder)
+        if folder is not None:
+            folder = os.path.join(host.workspace.roots[0], folder)  # relative to the workspace
+        infos = await host.list_sessions(folder)
         start = _cursor(params.cursor)
         end = len(infos) if params.limit is None else start + params.limit
         page = [

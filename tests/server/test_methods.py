@@ -175,7 +175,7 @@ async def test_list_by_workspace(agents, workspace, tmp_path):
     theirs = (await request(there, "session/send", {"prompt": "there"}))["sessionId"]
     listed = await request(here, "session/list", {})
     assert {s["sessionId"] for s in listed["sessions"]} == {mine, theirs}
-    for folder in (str(workspace), workspace.as_uri(), f"{workspace}/../{workspace.name}"):
+    for folder in (str(workspace), workspace.as_uri(), f"{workspace}/../{workspace.name}", "."):
         only = await request(here, "session/list", {"workspace": folder})
         assert [s["sessionId"] for s in only["sessions"]] == [mine]
     only = await request(here, "session/list", {"workspace": str(other)})
