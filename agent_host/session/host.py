@@ -16,42 +16,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
-from .checkpoints import (
-    Checkpoint,
-    buffers_to_restore,
-    check_checkpoint,
-    checkpoints,
-    files_to_restore,
-    last_restore,
-)
+from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .conversation import messages_with_seqs, to_messages
 from .errors import CapabilityUnsupported, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
+from .restore import RestoreResult, UndoResult, restore_to, undo_last_restore
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
-from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, DiskWorkspace, Workspace, unsaved_bytes
+from .workspace import DiskWorkspace, Workspace
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
-
-
-@attrs.define
-class RestoreResult:
-    restored_files: list[str]
-    removed_events: int
-
-
-@attrs.define
-class UndoResult:
-    restored_files: list[str]
-    restored_events: int
 
 
 def new_session_id() -> str:
@@ -226,107 +206,18 @@ class AgentHost:
         """Return to the moment just before the prompt at ``seq`` (undoable)."""
         self._refuse_if_running(session_id)
         async with self.store.turn_lease(check_session_id(session_id)):
-            return await self._restore(session_id, seq, files, conversation)
-
-    async def _restore(
-        self, session_id: str, seq: int, files: bool, conversation: bool
-    ) -> RestoreResult:
-        if not (files or conversation):
-            raise ValueError("restore needs files, conversation or both")
-        self._refuse_if_running(session_id)
-        state = await self._state(session_id)
-        check_checkpoint(state.events, session_id, seq)
-        changes = []
-        buffers = buffers_to_restore(state.events, seq) if files else {}
-        for path, target in files_to_restore(state.events, seq).items() if files else ():
-            current_id, unsaved_id, open_buffer = await self._now(path)
-            if current_id != target or (open_buffer and unsaved_id != buffers[path]):
-                changes.append(
-                    ev.FileSnapshot(
-                        path=path,
-                        before=current_id,
-                        after=target,
-                        buffer_before=unsaved_id,
-                        jump=True,
-                    )
-                )
-        # Conversation only: the removed turns' edits stay on disk, so their snapshots
-        # stay in the log, or a later restore to an earlier point would miss them.
-        carried = [
-            attrs.evolve(e, seq=0, ts=0.0)
-            for e in state.events[seq - 1 :]
-            if type(e) is ev.FileSnapshot and not files
-        ]
-        removed = state.head - (seq - 1) if conversation else 0
-        truncation = await state.truncate(seq - 1) if conversation else None
-        record = ev.Restore(
-            to_seq=seq - 1, files=files, conversation=conversation, truncation=truncation
-        )
-        await state.append([record, *changes, *(carried if conversation else [])])
-        await self._apply(changes, buffers)
-        return RestoreResult([c.path for c in changes], removed)
+            if not (files or conversation):
+                raise ValueError("restore needs files, conversation or both")
+            self._refuse_if_running(session_id)  # one may have started while we waited
+            state = await self._state(session_id)
+            return await restore_to(state, self.workspace, seq, files, conversation)
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
         """Undo the last restore: files and conversation as they were before it."""
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
-            return await self._undo_restore(sid)
-
-    async def _undo_restore(self, sid: str) -> UndoResult:
-        state = await self._state(sid)
-        restore, made = last_restore(state.events)
-        back: list[ev.Event] = []
-        if restore.conversation and restore.truncation is not None:
-            cut = next(t for t in await self.store.truncations(sid) if t.id == restore.truncation)
-            back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
-        changes = []
-        for change in made:
-            current_id, unsaved_id, _ = await self._now(change.path)
-            changes.append(
-                ev.FileSnapshot(
-                    path=change.path,
-                    before=current_id,
-                    after=change.before,
-                    buffer_before=unsaved_id,
-                    jump=True,
-                )
-            )
-        await state.truncate(restore.seq - 1)
-        # The conversation comes back as it was: history, not news for listeners.
-        await state.append(
-            [*back, ev.RestoreUndone(restore_seq=restore.seq), *changes], untold=len(back)
-        )
-        await self._apply(changes, {c.path: c.buffer_before for c in made})
-        return UndoResult([c.path for c in changes], len(back))
-
-    async def _now(self, path: str) -> tuple[str | None, str | None, bool]:
-        """``path`` as it is: its blob on disk, an open buffer's unsaved text (a blob,
-        None if it matches the disk), and whether a buffer is open at all."""
-        current = await self.workspace.read_disk(path)
-        current_id = None if current is None else await self.store.blobs.put(current)
-        buffer = await self.workspace.buffer_text(path)
-        unsaved = unsaved_bytes(buffer, current)
-        unsaved_id = None if unsaved is None else await self.store.blobs.put(unsaved)
-        return current_id, unsaved_id, buffer is not None
-
-    async def _apply(
-        self, changes: list[ev.FileSnapshot], buffers: Mapping[str, str | None]
-    ) -> None:
-        """Write each file; an open buffer that had unsaved text (``buffers``, blob ids)
-        gets that back, any other follows the file."""
-        for change in changes:
-            text_id = buffers.get(change.path)
-            text = None
-            if text_id is not None:
-                data = await self.store.blobs.get(text_id)
-                text = data.decode(BUFFER_ENCODING, BUFFER_ERRORS)
-            if change.after is None:
-                await self.workspace.delete(change.path, buffer=text)
-            else:
-                await self.workspace.write_bytes(
-                    change.path, await self.store.blobs.get(change.after), buffer=text
-                )
+            return await undo_last_restore(await self._state(sid), self.workspace)
 
     # -- compaction
 
