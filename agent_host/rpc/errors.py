@@ -40,6 +40,7 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.CapabilityUnsupported: ErrorCode.UNSUPPORTED_CAPABILITY,
     session_errors.PermissionDenied: ErrorCode.PERMISSION_DENIED,
     session_errors.PathOutsideWorkspace: ErrorCode.INVALID_PARAMS,
+    session_errors.WorkspaceMismatch: ErrorCode.INCOMPATIBLE_STATE,
     NothingToUndo: ErrorCode.INCOMPATIBLE_STATE,
     InvalidParams: ErrorCode.INVALID_PARAMS,
 }

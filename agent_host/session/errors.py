@@ -83,6 +83,10 @@ class PathOutsideWorkspace(AgentHostError, ValueError):
     """A path that resolves outside the workspace roots (symlinks followed)."""
 
 
+class WorkspaceMismatch(AgentHostError):
+    """A session's files belong to a folder other than this host's workspace."""
+
+
 class ToolError(AgentHostError):
     """A tool could not do what was asked; the message goes back to the model."""
 

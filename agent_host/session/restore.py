@@ -8,6 +8,7 @@ holds the store's turn lease and has checked that no turn is running.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import attrs
@@ -15,6 +16,7 @@ import attrs
 from . import events as ev
 from .blobs import BlobStore
 from .checkpoints import buffers_to_restore, check_checkpoint, files_to_restore, last_restore
+from .errors import WorkspaceMismatch
 from .state import SessionState
 from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, Workspace, unsaved_bytes
 
@@ -37,6 +39,8 @@ async def restore_to(
     """Return to the moment just before the prompt at ``seq`` (undoable)."""
     blobs = state.store.blobs
     check_checkpoint(state.events, state.id, seq)
+    if files:
+        _check_files_belong_here(state, workspace)
     changes = []
     buffers = buffers_to_restore(state.events, seq) if files else {}
     for path, target in files_to_restore(state.events, seq).items() if files else ():
@@ -72,6 +76,8 @@ async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoRe
     """Undo the last restore: files and conversation as they were before it."""
     blobs = state.store.blobs
     restore, made = last_restore(state.events)
+    if made:
+        _check_files_belong_here(state, workspace)
     back: list[ev.Event] = []
     if restore.conversation and restore.truncation is not None:
         cuts = await state.store.truncations(state.id)
@@ -96,6 +102,23 @@ async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoRe
     )
     await _write_changes(workspace, blobs, changes, {c.path: c.buffer_before for c in made})
     return UndoResult([c.path for c in changes], len(back))
+
+
+def _check_files_belong_here(state: SessionState, workspace: Workspace) -> None:
+    """Refuse to write a session's files into another project's folder.
+
+    Snapshots name files relative to the folder the session was started in; a
+    session resumed from another project (session/list of every workspace) would
+    otherwise restore them over that project's files of the same names.
+    """
+    started = next((e for e in state.events if type(e) is ev.SessionStarted), None)
+    folder = started.workspace if started else None
+    if folder and os.path.realpath(folder) not in {str(r) for r in workspace.roots}:
+        raise WorkspaceMismatch(
+            f"session {state.id!r} was started in {folder}, and its files belong there; "
+            f"this workspace is {workspace.roots[0]}. Open that folder to restore its "
+            "files, or restore the conversation alone (files: false)"
+        )
 
 
 async def _file_now(

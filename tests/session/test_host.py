@@ -14,6 +14,7 @@ from agent_host.session.errors import (
     CheckpointNotFound,
     ModelError,
     TurnInProgress,
+    WorkspaceMismatch,
 )
 from agent_host.session.host import AgentHost
 from agent_host.session.providers import open_provider
@@ -137,6 +138,32 @@ async def test_a_restore_replays_the_same_script_step(host, ws):
     again = await host.send("edit a.py, add b.py")
     assert again.text == "Edited a.py and added b.py."
     assert files(ws) == {"a.py": "v2\n", "b.py": "b\n", "keep.txt": "untouched\n"}
+
+
+async def test_a_session_from_another_folder_restores_its_conversation_not_its_files(
+    host, ws, tmp_path
+):
+    """Its snapshots name files of the folder it was started in, not of this one."""
+    results = await run_three_turns(host)
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "a.py").write_text("another project's a.py\n")
+    elsewhere = AgentHost(store=tmp_path / "store", model=host.model, workdir=other)
+    try:
+        head = await elsewhere.store.head(host.session_id)
+        with pytest.raises(WorkspaceMismatch, match="was started in .*files: false"):
+            await elsewhere.restore(host.session_id, results[1].checkpoint)
+        assert files(other) == {"a.py": "another project's a.py\n"}
+        assert await elsewhere.store.head(host.session_id) == head  # nothing logged
+        done = await elsewhere.restore(host.session_id, results[1].checkpoint, files=False)
+        assert done.restored_files == [] and done.removed_events > 0
+        await elsewhere.undo_restore(host.session_id)  # a conversation-only undo: allowed
+        await host.restore(host.session_id, results[1].checkpoint, conversation=False)
+        with pytest.raises(WorkspaceMismatch):
+            await elsewhere.undo_restore(host.session_id)  # its undo writes files
+        assert files(other) == {"a.py": "another project's a.py\n"}
+    finally:
+        await elsewhere.close()
 
 
 async def test_restore_refuses_a_seq_that_is_not_a_prompt(host):
