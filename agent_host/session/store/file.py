@@ -49,7 +49,7 @@ from .base import (
 )
 from .file_index import SessionIndex, compact_threshold
 from .log_file import LogState
-from .pacing import INLINE_READ_LIMIT, SyncPacer, WouldBlock
+from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
 
 T = TypeVar("T")
 
@@ -239,12 +239,13 @@ class FileCheckpointer:
             ts = time.time()
             payloads = [ev.encode(e, head + n, ts) for n, e in enumerate(events, 1)]
             lines = framing.frame_batch(payloads)
+            data = b"".join(lines)
+            if not wait and len(data) > INLINE_WRITE_LIMIT:
+                raise WouldBlock(session_id)  # copying that much would hold the loop
             with self._index.writing(wait):
                 self._index.pending(session_id)
                 started = time.perf_counter()
-                state.allocated = log_file.write_at(
-                    fd, b"".join(lines), state.size, state.allocated
-                )
+                state.allocated = log_file.write_at(fd, data, state.size, state.allocated)
                 self._pacer.observe(time.perf_counter() - started)
                 if state.size == 0:
                     fsync_dir(self.root / "sessions")

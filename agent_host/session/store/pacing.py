@@ -5,8 +5,9 @@ half of a fast disk's fdatasync (docs/performance.md, P1). On such a disk the ho
 is the bigger cost, so a short append runs right on the event loop. It stays short
 only while the disk is fast: every sync is timed, and once they slow (a busy or
 network disk, where one can take tens of ms) appends go back to the thread, so
-the loop is never held for long. Only appends that cannot wait run inline: a
-contended lock or a log another process grew a lot sends the append to a thread.
+the loop is never held for long. Only an append with nothing to wait for runs
+inline: a contended lock, a log another process grew a lot, or a large append
+goes to a thread, before anything is written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ INLINE_BELOW = 0.001
 """Run inline while syncs take less than this (seconds), as a decaying average."""
 INLINE_READ_LIMIT = 64 * 1024
 """Bytes another process may have added that an inline append still reads."""
+INLINE_WRITE_LIMIT = 256 * 1024
+"""Bytes an inline append may write (a large tool output goes to the thread)."""
 
 
 class WouldBlock(Exception):

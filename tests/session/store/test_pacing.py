@@ -133,3 +133,15 @@ def test_the_index_stays_shared_until_the_last_thread_of_a_store_lets_go(tmp_pat
             with shared.held(wait=False):
                 pass
     shared.close()
+
+
+async def test_a_large_append_is_written_on_the_thread(tmp_path, threads):
+    store = open_store(tmp_path / "s")
+    await store.append("a", [UserPrompt(text="hi")])
+    fast_disk(store)
+    threads.clear()
+    await store.append("a", [AssistantMessage(text="small")])
+    assert threads == []
+    await store.append("a", [AssistantMessage(text="x" * 300_000)])
+    assert threads == ["_append"]
+    assert [len(e.text) for e in await open_store(tmp_path / "s").read("a")] == [2, 5, 300_000]
