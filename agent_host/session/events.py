@@ -167,7 +167,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
 converter = cattrs.Converter()
 
 
-def _register(cls: type[Event]) -> None:
+def _unstructure_with_type(cls: type[Event]) -> Any:
+    # Built on first use, not at import: generating the 11 hooks costs ~8 ms of the
+    # server's start-up (P5, docs/performance.md).
     unstructure = cattrs.gen.make_dict_unstructure_fn(cls, converter)
     type_name = cls.type
 
@@ -176,13 +178,18 @@ def _register(cls: type[Event]) -> None:
         data["type"] = type_name
         return data
 
-    converter.register_unstructure_hook(cls, unstructure_with_type)
+    return unstructure_with_type
 
 
-for _cls in EVENT_TYPES.values():
-    _register(_cls)
+converter.register_unstructure_hook_factory(
+    lambda cls: cls in _EVENT_CLASSES, _unstructure_with_type
+)
+_EVENT_CLASSES = frozenset(EVENT_TYPES.values())
 
-_structurers = {name: converter.get_structure_hook(cls) for name, cls in EVENT_TYPES.items()}
+
+def _structure(data: dict[str, Any], cls: type[Event]) -> Event:
+    """Through cattrs, which ignores fields this version does not know."""
+    return converter.get_structure_hook(cls)(data, cls)
 
 
 def to_dict(event: Event, seq: int | None = None, ts: float | None = None) -> dict[str, Any]:
@@ -219,7 +226,7 @@ def from_dict(data: dict[str, Any]) -> Event:
     try:
         return cls(**data)
     except TypeError:
-        return _structurers[kind](data, cls)
+        return _structure(data, cls)
 
 
 def from_dicts(objects: list[dict[str, Any]]) -> list[Event]:
@@ -256,7 +263,7 @@ def from_dicts(objects: list[dict[str, Any]]) -> list[Event]:
         try:
             append(cls(**data))
         except TypeError:
-            append(_structurers[kind](data, cls))
+            append(_structure(data, cls))
     return events
 
 
