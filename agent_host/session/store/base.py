@@ -136,8 +136,10 @@ class Summary:
         self.head, self.updated_at = last.seq, last.ts
         prompts = [e for e in events if type(e) is UserPrompt]
         self.turns += len(prompts)
-        if prompts and not self.title:
-            self.title = make_title(prompts[0].text)
+        for prompt in prompts if not self.title else ():
+            self.title = make_title(prompt.text)  # a blank prompt leaves it unset
+            if self.title:
+                break
 
     def info(self, session_id: str) -> SessionInfo:
         return SessionInfo(

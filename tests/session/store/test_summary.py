@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_host.session.events import AssistantMessage, SessionStarted, UserPrompt
@@ -27,6 +27,8 @@ def stamped(batch: list) -> list:
 
 
 @given(st.lists(st.lists(events, max_size=12), max_size=4))
+@example([[UserPrompt(text=""), UserPrompt(text="0")]])  # a blank prompt is no title
+@settings(max_examples=300)
 def test_extend_equals_adding_one_by_one(batches):
     flat = stamped([e for batch in batches for e in batch])
     one_by_one, in_batches = Summary(), Summary()
