@@ -15,13 +15,19 @@ from .exit_codes import EXIT_OK
 def serve(args: argparse.Namespace) -> int:
     import gc
 
-    from ..server.app import create_server
-    from ..server.stdio import ChunkedStdin
+    # The server's imports (lsprotocol's ~550 classes above all) make objects that
+    # live as long as the process: collecting while they are made finds nothing to
+    # free and costs ~30 ms of the start-up (P5). Once made, they are frozen out of
+    # the collector's sweeps, which saves tens of ms per full collection in turns.
+    gc.disable()
+    try:
+        from ..server.app import create_server
+        from ..server.stdio import ChunkedStdin
 
-    server = create_server()
-    # The start-up imports live as long as the process: keeping them out of the
-    # collector's sweeps saves tens of ms per full collection during turns.
-    gc.freeze()
+        server = create_server()
+    finally:
+        gc.freeze()
+        gc.enable()
     # stdout carries the protocol: nothing else may write to it.
     stdin = ChunkedStdin(sys.stdin.buffer, on_eof=server.close_on_hang_up)
     server.start_io(stdin=stdin, stdout=sys.stdout.buffer)
