@@ -134,10 +134,11 @@ class FileCheckpointer:
         self, session_id: str, create: bool = False, wait: bool = True
     ) -> Iterator[int | None]:
         """Hold the session's lock; yield its log opened read-write (None if absent)."""
-        if not create and wait and not os.path.exists(self._log_path(session_id)):
+        known = session_id in self._states
+        if not create and not known and not os.path.exists(self._log_path(session_id)):
             # Reading a session that does not exist creates nothing, not even a lock.
-            # (Not checked inline: this process has seen the log, and a stat of it
-            # would slow its next sync; see LogState.still_matches.)
+            # (Not checked for a log this process has seen: its lock file exists, and
+            # a stat of the log would slow its next sync; see LogState.still_matches.)
             self._states.pop(session_id, None)
             yield None
             return

@@ -328,3 +328,15 @@ async def test_a_log_spanning_many_read_windows_reads_whole_and_repairs(root):
         head - 1,
         head,
     ]
+
+
+async def test_a_session_deleted_by_another_process_reads_as_gone(root):
+    """This process knew the log (and so skips checking it exists): it must still
+    see it gone, and a new append starts the session afresh."""
+    ours, theirs = FileCheckpointer(root), FileCheckpointer(root)
+    await ours.append("s1", [UserPrompt(text="one"), UserPrompt(text="two")])
+    await theirs.delete("s1")
+    assert await ours.read("s1") == []
+    assert await ours.head("s1") == 0
+    assert await ours.append("s1", [UserPrompt(text="again")]) == 1
+    assert [e.text for e in await theirs.read("s1")] == ["again"]
