@@ -1,4 +1,4 @@
--- Shared by the headless Neovim scripts of tests/editors/test_neovim.py.
+-- Shared by the headless Neovim scripts of tests/editors/test_neovim*.py.
 --
 -- The Python test writes a JSON config ($AGENT_HOST_TEST_CONFIG: root, store,
 -- script, python, out) and reads back the observations this writes to `out`

@@ -1,0 +1,83 @@
+"""The Neovim plugin: permissions, context, compaction, history and new sessions
+(permission.lua).
+
+The harness (finding Neovim, running a scenario) is in neovim_harness.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .neovim_harness import run_scenario
+
+# -- permissions, context, compaction, history, new sessions ----------------------
+
+
+@pytest.fixture(scope="module")
+def asked(nvim, tmp_path_factory):
+    steps = [
+        {
+            "text": "Editing.",
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 3"},
+                }
+            ],
+        },
+        {
+            "text": "Now a command.",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi > ran.txt"}}],
+        },
+        {"text": "Done."},
+        {"text": "Second answer."},
+    ]
+    return run_scenario(nvim, tmp_path_factory.mktemp("ask"), "permission", steps)
+
+
+def test_permission_for_an_edit_shows_the_diff_and_is_allowed(asked):
+    edit = asked["asked"][0]
+    assert edit["kind"] == "agent_host.permission"
+    assert edit["prompt"] == "agent-host: edit_file a.py?"
+    assert edit["items"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert edit["float_open"] is True
+    assert edit["float_filetype"] == "diff"
+    assert "-x = 1" in edit["float_lines"] and "+x = 3" in edit["float_lines"]
+    assert edit["status"] == "agent-host: permission?"
+    assert asked["float_closed"] is True
+    assert asked["disk"] == "x = 3\n"
+    assert asked["buffer"] == ["x = 3"]
+    assert asked["modified"] is False
+
+
+def test_permission_for_a_command_rejected(asked):
+    command = asked["asked"][1]
+    assert command["prompt"] == "agent-host: run_command: echo hi > ran.txt?"
+    assert command["float_lines"] == ["echo hi > ran.txt"]
+    assert asked["ran"] is False
+    chat = asked["chat_turn1"]
+    assert "→ Allow once" in chat and "→ Reject" in chat
+    assert "✗ Permission denied" in chat
+    assert asked["send_result"]["stopReason"] == "end_turn"
+
+
+def test_range_goes_as_context_and_input_prompts(asked):
+    assert "> context: a.py (1 line)" in asked["chat_turn1"]
+    first_prompt = asked["sessions"][1]["title"]
+    assert first_prompt == "make x three"
+    assert {"kind": "input", "prompt": "agent-host> "} in asked["questions"]
+    assert asked["second_result"]["text"] == "Second answer."
+
+
+def test_compact_history_and_new_session(asked):
+    assert asked["compact"]["after"] < asked["compact"]["before"]
+    assert "compacted: ~" in asked["chat_after_compact"]
+    assert "… compaction done" in asked["chat_after_compact"]
+    assert asked["history"][0]["content"].startswith("Summary of the conversation so far")
+    assert "## Summary" in asked["history_chat"]
+    assert asked["history"][-1] == {"role": "assistant", "content": "Second answer."}
+    new = asked["new_session"]
+    assert new["new"] != new["old"]
+    assert asked["chat_after_new"] == "# Session " + new["new"]
+    assert asked["sessions"][0]["sessionId"] == new["new"]
+    assert asked["sessions"][0]["title"] == "a fresh start"
