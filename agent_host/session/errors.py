@@ -60,6 +60,38 @@ class BlobNotFound(AgentHostError, LookupError):
     """No blob with that id is in the blob store."""
 
 
+class BlobCorrupt(AgentHostError):
+    """A stored blob whose bytes no longer hash to its id: the store was damaged."""
+
+
+class SnapshotUnavailable(AgentHostError):
+    """A restore or undo needs a file snapshot that is missing or damaged.
+
+    Raised before anything is recorded or written: the session and its files are
+    as they were. The message names the file and the blob.
+    """
+
+
+class UndoUnavailable(AgentHostError):
+    """The events an undo would bring back are no longer in the store."""
+
+
+class StoreUnavailable(AgentHostError):
+    """The operating system refused the store a read or write (a full disk, a
+    read-only folder, no permission). The message names the path and the reason;
+    ``errno`` is the OS's code. Nothing half-done is left behind."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+def store_unavailable(path: object, action: str, exc: OSError) -> StoreUnavailable:
+    """The typed error for an OSError the store met while doing ``action`` at ``path``."""
+    reason = exc.strerror or type(exc).__name__
+    return StoreUnavailable(f"cannot {action} {path}: {reason}", exc.errno)
+
+
 class UnsupportedStore(AgentHostError, ValueError):
     """A store URL whose scheme no backend understands."""
 
