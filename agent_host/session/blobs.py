@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
@@ -22,7 +22,7 @@ from typing import Protocol
 import attrs
 
 from .durable import write_atomically
-from .errors import BlobNotFound
+from .errors import BlobCorrupt, BlobNotFound
 
 _BLOB_ID = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".tmp-"
@@ -43,6 +43,29 @@ def check_blob_id(value: str) -> str:
     return value
 
 
+def verified(blob: str, data: bytes, where: object) -> bytes:
+    """``data`` if it hashes to ``blob``; else BlobCorrupt. Every read checks, so a
+    damaged snapshot is never written into a workspace as if it were the file."""
+    if blob_id(data) != blob:
+        raise BlobCorrupt(
+            f"blob {blob} in {where} is damaged: its bytes no longer match its sha256"
+        )
+    return data
+
+
+async def damaged_or_missing(store: BlobStore, blobs: Iterable[str]) -> dict[str, str]:
+    """Of ``blobs``, those that cannot be read back whole: id -> "missing" | "damaged"."""
+    bad: dict[str, str] = {}
+    for blob in dict.fromkeys(blobs):
+        try:
+            await store.get(blob)
+        except BlobNotFound:
+            bad[blob] = "missing"
+        except BlobCorrupt:
+            bad[blob] = "damaged"
+    return bad
+
+
 @attrs.define
 class GcResult:
     removed: int
@@ -56,7 +79,8 @@ class BlobStore(Protocol):
         ...
 
     async def get(self, blob: str) -> bytes:
-        """The bytes of ``blob``; BlobNotFound if it is not stored."""
+        """The bytes of ``blob``: BlobNotFound if it is not stored, BlobCorrupt if
+        they no longer hash to ``blob``."""
         ...
 
     async def exists(self, blob: str) -> bool: ...
@@ -95,9 +119,10 @@ class FileBlobStore:
     async def get(self, blob: str) -> bytes:
         path = self._path(blob)
         try:
-            return await asyncio.to_thread(path.read_bytes)
+            data = await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError:
             raise BlobNotFound(f"blob {blob} is not in the blob store") from None
+        return verified(blob, data, self.root)
 
     async def exists(self, blob: str) -> bool:
         return await asyncio.to_thread(self._path(blob).exists)
@@ -141,7 +166,7 @@ class MemoryBlobStore:
     async def get(self, blob: str) -> bytes:
         check_blob_id(blob)
         try:
-            return self._blobs[blob][0]
+            return verified(blob, self._blobs[blob][0], "memory")
         except KeyError:
             raise BlobNotFound(f"blob {blob} is not in the blob store") from None
 

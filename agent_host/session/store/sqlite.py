@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import orjson
 
 from .. import events as ev
-from ..blobs import GcResult, blob_id, check_blob_id
+from ..blobs import GcResult, blob_id, check_blob_id, verified
 from ..errors import (
     BlobNotFound,
     CheckpointConflictError,
@@ -301,7 +301,7 @@ class SqliteBlobStore:
         rows = await _run(self._store._query, "SELECT data FROM blobs WHERE id = ?", (blob,))
         if not rows:
             raise BlobNotFound(f"blob {blob} is not in the blob store")
-        return bytes(rows[0][0])
+        return verified(blob, bytes(rows[0][0]), self._store.path)
 
     async def exists(self, blob: str) -> bool:
         check_blob_id(blob)
