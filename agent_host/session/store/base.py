@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
@@ -17,7 +18,7 @@ import attrs
 
 from ..blobs import BlobStore
 from ..errors import InvalidSessionId, TurnInProgress
-from ..events import Event, SessionStarted, UserPrompt
+from ..events import Event, Restore, RestoreUndone, SessionStarted, UserPrompt
 from . import locking
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -85,7 +86,14 @@ class Truncation:
 
 @attrs.define(slots=True)
 class Summary:
-    """What a store's session index keeps, folded from the log."""
+    """What a store's session index keeps, folded from the log.
+
+    ``turns`` counts the prompts of the session's timeline: a restore that takes
+    the conversation back hides the prompts after its point and its undo shows
+    them again (see session.timeline), so the fold keeps the seqs of the visible
+    prompts. A summary loaded from an index row has no such list
+    (``prompts=None``); its owner folds the log again before adding a restore.
+    """
 
     created_at: float = 0.0
     updated_at: float = 0.0
@@ -93,6 +101,9 @@ class Summary:
     turns: int = 0
     head: int = 0
     workspace: str = ""
+    prompts: array | None = attrs.field(factory=lambda: array("q"))
+    _before: tuple[int, array] | None = None
+    """The last restore's seq and the prompts visible before it, for its undo."""
 
     def add(self, event: Event) -> None:
         """Fold one stored event into the summary."""
@@ -110,13 +121,32 @@ class Summary:
         self.updated_at = ts
         if type(event) is UserPrompt:
             self.turns += 1
+            if self.prompts is not None:
+                self.prompts.append(seq)
             if not self.title:
                 self.title = make_title(event.text)
+        elif type(event) is Restore or type(event) is RestoreUndone:
+            self._restore(event, seq)
         elif type(event) is SessionStarted:
             if event.title:
                 self.title = make_title(event.title)
             if event.workspace:
                 self.workspace = event.workspace
+
+    def _restore(self, event: Event, seq: int) -> None:
+        if self.prompts is None:
+            return  # unknown: the owner folds the whole log instead
+        if type(event) is RestoreUndone:
+            if self._before is not None and self._before[0] == event.restore_seq:
+                self.prompts = self._before[1]
+                self._before = None
+        else:
+            self._before = (seq, self.prompts)
+            if event.conversation and event.truncation is None:
+                self.prompts = array("q", (p for p in self.prompts if p <= event.to_seq))
+            else:
+                self.prompts = array("q", self.prompts)
+        self.turns = len(self.prompts)
 
     def extend(self, events: Sequence[Event]) -> None:
         """Fold stored events in, as :meth:`add` each would, in a few passes (a resume
@@ -124,7 +154,8 @@ class Summary:
         if not events:
             return
         starts = [e for e in events if type(e) is SessionStarted]
-        if len(starts) > 1 or (starts and starts[0] is not events[0]):
+        restores = any(type(e) is Restore or type(e) is RestoreUndone for e in events)
+        if restores or len(starts) > 1 or (starts and starts[0] is not events[0]):
             for event in events:  # a start after other events: fold them in order
                 self.add(event)
             return
@@ -136,6 +167,8 @@ class Summary:
         self.head, self.updated_at = last.seq, last.ts
         prompts = [e for e in events if type(e) is UserPrompt]
         self.turns += len(prompts)
+        if self.prompts is not None:
+            self.prompts.extend(p.seq for p in prompts)
         for prompt in prompts if not self.title else ():
             self.title = make_title(prompt.text)  # a blank prompt leaves it unset
             if self.title:

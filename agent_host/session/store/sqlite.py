@@ -209,7 +209,7 @@ class SqliteCheckpointer:
             "WHERE id = ?",
             (session_id,),
         ).fetchone()
-        return Summary(*row) if row else Summary()
+        return Summary(*row, prompts=None) if row else Summary()
 
     def _save_summary(self, db: sqlite3.Connection, session_id: str, s: Summary) -> None:
         db.execute(
@@ -230,6 +230,9 @@ class SqliteCheckpointer:
                 raise CheckpointConflictError(session_id, expected_head, head)
             if not events:
                 return head
+            if any(type(e) in (ev.Restore, ev.RestoreUndone) for e in events):
+                # The row does not know which prompts a restore hides: fold the log.
+                summary = summarize(self._events(db, session_id))
             rows = []
             for n, event in enumerate(events, head + 1):
                 rows.append((session_id, n, ev.encode(event, n, ts)))
@@ -237,6 +240,12 @@ class SqliteCheckpointer:
             db.executemany("INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)", rows)
             self._save_summary(db, session_id, summary)
             return summary.head
+
+    def _events(self, db: sqlite3.Connection, session_id: str) -> list[ev.Event]:
+        rows = db.execute(
+            "SELECT data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        return [_decode(self.path, data) for (data,) in rows]
 
     def _delete(self, session_id: str) -> None:
         with self._transaction() as db:
