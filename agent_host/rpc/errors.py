@@ -24,6 +24,8 @@ class ErrorCode(IntEnum):
     MODEL_ERROR = -32007
     PERMISSION_DENIED = -32008
     STORE_UNAVAILABLE = -32009
+    SNAPSHOT_UNAVAILABLE = -32010
+    IO_ERROR = -32011
 
 
 _CODES: dict[type[Exception], ErrorCode] = {
@@ -34,6 +36,10 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.CorruptLogError: ErrorCode.STORE_UNAVAILABLE,
     session_errors.StoreBusy: ErrorCode.STORE_UNAVAILABLE,
     session_errors.BlobNotFound: ErrorCode.INCOMPATIBLE_STATE,
+    session_errors.BlobCorrupt: ErrorCode.STORE_UNAVAILABLE,
+    session_errors.SnapshotUnavailable: ErrorCode.SNAPSHOT_UNAVAILABLE,
+    session_errors.UndoUnavailable: ErrorCode.INCOMPATIBLE_STATE,
+    session_errors.StoreUnavailable: ErrorCode.STORE_UNAVAILABLE,
     session_errors.UnsupportedStore: ErrorCode.INVALID_PARAMS,
     session_errors.TurnInProgress: ErrorCode.TURN_IN_PROGRESS,
     session_errors.ModelError: ErrorCode.MODEL_ERROR,
@@ -43,6 +49,9 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.WorkspaceMismatch: ErrorCode.INCOMPATIBLE_STATE,
     NothingToUndo: ErrorCode.INCOMPATIBLE_STATE,
     InvalidParams: ErrorCode.INVALID_PARAMS,
+    # Last in the MRO walk: the OS refused a workspace read or write (a full disk,
+    # a read-only folder); the store's own OS errors arrive as StoreUnavailable.
+    OSError: ErrorCode.IO_ERROR,
 }
 
 

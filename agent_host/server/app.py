@@ -275,7 +275,7 @@ def create_server() -> AgentServer:
     @method(methods.RESUME, rpc.SessionParams)
     async def resume(params: rpc.SessionParams) -> rpc.ResumeResult:
         state = await server.agent().resume(params.session_id)
-        turns = sum(1 for e in state.events if type(e) is ev.UserPrompt)
+        turns = sum(1 for e in state.timeline if type(e) is ev.UserPrompt)
         return rpc.ResumeResult(params.session_id, state.head, turns)
 
     @method(methods.HISTORY, rpc.HistoryParams)

@@ -168,6 +168,9 @@ class EditorWorkspace:
             self._stale[doc.uri] = doc.version
         self._report(shown, "the file was deleted; its open buffer was left as it was")
 
+    async def discard_partial_writes(self, path: str) -> None:
+        await self.disk.discard_partial_writes(path)
+
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
         return await self.disk.list_files(pattern, limit)
 

@@ -107,4 +107,14 @@ def to_wire(exc: Exception) -> JsonRpcException:
             f"internal error ({type(exc).__name__}); the server log has the details",
             code=int(code),
         )
+    if code == ErrorCode.IO_ERROR and isinstance(exc, OSError):
+        return JsonRpcException(
+            os_error_message(exc), code=int(code), data={"error": type(exc).__name__}
+        )
     return JsonRpcException(str(exc), code=int(code), data={"error": type(exc).__name__})
+
+
+def os_error_message(exc: OSError) -> str:
+    """What the OS refused, and where: "No space left on device: /w/a.py"."""
+    reason = exc.strerror or type(exc).__name__
+    return f"{reason}: {exc.filename}" if exc.filename else reason

@@ -1,4 +1,5 @@
-"""Checkpoints and what a restore must put back, folded from a session's events."""
+"""Checkpoints and what a restore must put back, folded from a session's timeline
+(its events as restores left them, see :mod:`.timeline`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 import attrs
 
 from .errors import AgentHostError, CheckpointNotFound
-from .events import Event, FileSnapshot, Restore, RestoreUndone, UserPrompt
+from .events import Event, FileSnapshot, Restore, RestoreApplied, RestoreUndone, UserPrompt
 
 
 class NothingToUndo(AgentHostError):
@@ -84,15 +85,18 @@ def check_checkpoint(events: Sequence[Event], session_id: str, seq: int) -> User
 def last_restore(events: Sequence[Event]) -> tuple[Restore, list[FileSnapshot]]:
     """The restore that ``undo_restore`` would undo, and the file changes it made.
 
-    Only a restore with nothing after it but its own snapshots can be undone:
-    undoing one the conversation has moved on from would discard the new turns.
-    The snapshots that follow a conversation-only restore are not its changes but
-    the removed turns' ones, carried over (their edits are still on disk).
+    Only a restore with nothing after it but its own snapshots (and the mark that
+    they were written) can be undone: undoing one the conversation has moved on
+    from would discard the new turns. The snapshots that follow a
+    conversation-only restore are not its changes but the removed turns' ones,
+    carried over (their edits are still on disk).
     """
     tail: list[FileSnapshot] = []
     for event in reversed(events):
         if type(event) is FileSnapshot:
             tail.append(event)
+            continue
+        if type(event) is RestoreApplied:
             continue
         if type(event) is Restore:
             return event, list(reversed(tail)) if event.files else []
@@ -101,3 +105,21 @@ def last_restore(events: Sequence[Event]) -> tuple[Restore, list[FileSnapshot]]:
         "the session's last change is not a restore, so there is nothing to undo; "
         "to go back, restore to an earlier checkpoint (that too can be undone)"
     )
+
+
+def pending_intent(events: Sequence[Event]) -> tuple[Event, list[FileSnapshot]] | None:
+    """A restore or undo at the log's tail whose files are not all written yet:
+    the intent and its jumps, or None.
+
+    Every operation finishes such an intent before anything else, so one can
+    only be the last thing in the log: its jumps with no RestoreApplied after.
+    """
+    jumps: list[FileSnapshot] = []
+    for event in reversed(events):
+        if type(event) is FileSnapshot and event.jump:
+            jumps.append(event)
+            continue
+        if jumps and (type(event) is Restore or type(event) is RestoreUndone):
+            return event, jumps[::-1]
+        return None
+    return None

@@ -43,16 +43,17 @@ class CompactionProgress:
 async def compact_session(
     state: SessionState, provider: ModelProvider, instructions: str | None
 ) -> CompactResult:
-    messages = to_messages(state.events)
+    events = state.timeline
+    messages = to_messages(events)
     before = estimate_tokens(messages)
-    prompts = [e.seq for e in state.events if type(e) is ev.UserPrompt]
+    prompts = [e.seq for e in events if type(e) is ev.UserPrompt]
     if len(prompts) < 2:
         return CompactResult(before, before, compacted=False)
     last_seq = prompts[-1] - 1
     await tell(
         state.listener, state.id, CompactionProgress("started", f"summarising seqs 1-{last_seq}")
     )
-    older = to_messages(e for e in state.events if e.seq <= last_seq or type(e) is ev.Compaction)
+    older = to_messages(e for e in events if e.seq <= last_seq or type(e) is ev.Compaction)
     ask = INSTRUCTIONS + (f"\n\nAlso: {instructions}" if instructions else "")
     request = ModelRequest(
         messages=[*older, {"role": "user", "content": ask}],
@@ -69,7 +70,7 @@ async def compact_session(
             usage = item
     summary = "".join(parts).strip()
     compacted = [{"role": "user", "content": summary_text(summary)}]
-    compacted += to_messages(e for e in state.events if e.seq > last_seq)
+    compacted += to_messages(e for e in events if e.seq > last_seq)
     after = estimate_tokens(compacted)
     records: list[ev.Event] = [
         ev.Compaction(

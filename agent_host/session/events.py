@@ -79,6 +79,9 @@ class FileSnapshot(Event):
     from the disk at the moment of the change. ``jump`` marks a change made by a
     restore or its undo: the file jumped between two points of the session's
     history, so ``after`` (not ``before``) is its content at the earlier point.
+    ``buffer_after``, on a jump only: the unsaved text the jump gives an open
+    buffer of the file (None: the buffer follows the file), so that the jump
+    says all a recovery needs to finish it.
     """
 
     type: ClassVar[str] = "file_snapshot"
@@ -87,6 +90,7 @@ class FileSnapshot(Event):
     after: str | None
     buffer_before: str | None = None
     jump: bool = False
+    buffer_after: str | None = None
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -114,8 +118,11 @@ class Compaction(Event):
 class Restore(Event):
     """The session was returned to the moment just after ``to_seq``.
 
-    The file snapshots that follow it in the same append record what the restore
-    changed; ``truncation`` is the store's id of the conversation it removed.
+    The file snapshots (jumps) that follow it in the same append are the files it
+    changes, each with its target: the whole restore is decided by this one
+    append (see timeline), and :class:`RestoreApplied` follows once every file is
+    written. ``truncation``: set only by agent-host 0.1, which cut the log and
+    kept the removed events in the store's truncations under that id.
     """
 
     type: ClassVar[str] = "restore"
@@ -131,6 +138,21 @@ class RestoreUndone(Event):
 
     type: ClassVar[str] = "restore_undone"
     restore_seq: int
+
+
+@attrs.define(kw_only=True, slots=True)
+class RestoreApplied(Event):
+    """Every file of the restore or undo at ``intent_seq`` has been written.
+
+    Until this is logged, the next operation on the session (in any process)
+    finishes writing them first. ``kept``: files left as they were because
+    something other than the restore changed them meanwhile (neither the content
+    the restore found nor the one it was writing).
+    """
+
+    type: ClassVar[str] = "restore_applied"
+    intent_seq: int
+    kept: list[str] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -160,6 +182,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Compaction,
         Restore,
         RestoreUndone,
+        RestoreApplied,
         TurnEnd,
     )
 }

@@ -25,7 +25,7 @@ from .errors import CapabilityUnsupported, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
-from .restore import RestoreResult, UndoResult, restore_to, undo_last_restore
+from .restore import RestoreResult, UndoResult, finish_pending, restore_to, undo_last_restore
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -99,9 +99,17 @@ class AgentHost:
         return self.session_id
 
     async def resume(self, session_id: str) -> SessionState:
-        """Make ``session_id`` current; an unknown id starts empty under that id."""
+        """Make ``session_id`` current; an unknown id starts empty under that id.
+
+        A restore a crash interrupted is finished first, unless another process
+        is working on the session (then that one finishes it)."""
         self._require_persistence("resume")
-        state = await self._state(check_session_id(session_id))
+        sid = check_session_id(session_id)
+        try:
+            async with self.store.turn_lease(sid):
+                state = await self._settled(sid)
+        except TurnInProgress:
+            state = await self._state(sid)
         self.session_id = session_id
         self.cost = _total_cost(state.events)
         self._loaded_cost = True
@@ -119,22 +127,26 @@ class AgentHost:
         return [i for i in infos if i.workspace == folder]
 
     async def delete_session(self, session_id: str) -> None:
+        """Delete the session; TurnInProgress while a turn, restore or compaction
+        runs on it here or in any other process."""
         self._require_persistence("delete_session")
         self._refuse_if_running(session_id)
-        await self.store.delete(check_session_id(session_id))
+        async with self.store.turn_lease(check_session_id(session_id)):
+            self._refuse_if_running(session_id)
+            await self.store.delete(session_id)
         self._states.pop(session_id, None)
 
     async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""
         state = await self._state(self._sid(session_id))
-        return limit_messages(to_messages(state.events), limit)
+        return limit_messages(to_messages(state.timeline), limit)
 
     async def session_cost(self, session_id: str | None = None) -> float:
         """Money spent in the session so far (USD)."""
         return _total_cost((await self._state(self._sid(session_id))).events)
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        return checkpoints((await self._state(self._sid(session_id))).events)
+        return checkpoints((await self._state(self._sid(session_id))).timeline)
 
     # -- turns
 
@@ -196,6 +208,7 @@ class AgentHost:
             compact=lambda: compact_session(state, provider, None),
         )
         async with self.store.turn_lease(sid):
+            await finish_pending(state, self.workspace)
             return await run_turn(state, prompt, settings)
 
     # -- restore
@@ -209,7 +222,7 @@ class AgentHost:
             if not (files or conversation):
                 raise ValueError("restore needs files, conversation or both")
             self._refuse_if_running(session_id)  # one may have started while we waited
-            state = await self._state(session_id)
+            state = await self._settled(session_id)
             return await restore_to(state, self.workspace, seq, files, conversation)
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
@@ -217,7 +230,7 @@ class AgentHost:
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
-            return await undo_last_restore(await self._state(sid), self.workspace)
+            return await undo_last_restore(await self._settled(sid), self.workspace)
 
     # -- compaction
 
@@ -228,7 +241,7 @@ class AgentHost:
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
-            state = await self._state(sid)
+            state = await self._settled(sid)
             provider = self._get_provider(_started_model(state.events))
             return await compact_session(state, provider, instructions)
 
@@ -238,24 +251,30 @@ class AgentHost:
         return await self.history(self.session_id, limit)
 
     async def add_items(self, items: list[dict]) -> None:
-        state = await self._state(self.session_id)
-        await state.append(items_to_events(items))
+        self._refuse_if_running(self.session_id)
+        async with self.store.turn_lease(self.session_id):
+            state = await self._settled(self.session_id)
+            await state.append(items_to_events(items))
 
     async def pop_item(self) -> dict | None:
-        state = await self._state(self.session_id)
         self._refuse_if_running(self.session_id)
-        messages, seqs = messages_with_seqs(state.events)
-        if not messages:
-            return None
-        await state.truncate(seqs[-1] - 1)
-        return messages[-1]
+        async with self.store.turn_lease(self.session_id):
+            state = await self._settled(self.session_id)
+            messages, seqs = messages_with_seqs(state.timeline)
+            if not messages:
+                return None
+            # The log is cut (not hidden as a restore hides): the SDK's pop_item
+            # removes the item, and the cut stays in the store's truncations.
+            await state.truncate(seqs[-1] - 1)
+            return messages[-1]
 
     async def clear_session(self) -> None:
         """Empty the current session (its events stay retrievable in the store)."""
-        state = await self._state(self.session_id)
         self._refuse_if_running(self.session_id)
-        if state.head:
-            await state.truncate(0)
+        async with self.store.turn_lease(self.session_id):
+            state = await self._settled(self.session_id)
+            if state.head:
+                await state.truncate(0)
 
     async def close(self) -> None:
         """Cancel running turns (each closes its log), then release the model and store.
@@ -277,6 +296,12 @@ class AgentHost:
             await self.store.close()
 
     # -- internals
+
+    async def _settled(self, session_id: str) -> SessionState:
+        """The session, with a restore a crash interrupted finished (holding its lease)."""
+        state = await self._state(session_id)
+        await finish_pending(state, self.workspace)
+        return state
 
     async def _state(self, session_id: str) -> SessionState:
         """The session, brought up to date with what other writers appended."""

@@ -1,107 +1,280 @@
 """Restore and undo-restore: taking a session's files and conversation back to a
 checkpoint, and bringing them forward again.
 
-Both record what they did in the log (a Restore or RestoreUndone event and a jump
-FileSnapshot per file written) before writing the workspace. The caller (AgentHost)
-holds the store's turn lease and has checked that no turn is running.
+Each is one decision in the log. Before the workspace is touched, one append
+records the whole intent: a Restore (or RestoreUndone) event that says what the
+conversation is cut to (see :mod:`.timeline`: nothing is removed from the log),
+followed by a jump FileSnapshot per file with its target content. Then the files
+are written, and a RestoreApplied event marks them done. A crash before the
+append leaves the session as it was; a crash after it leaves an intent that
+:func:`finish_pending` completes, in whichever process touches the session next.
+
+Every snapshot an intent needs is checked present and whole before it is
+recorded, and a file that something else changed since the intent read it is
+kept as it is, never overwritten. The caller (AgentHost) holds the store's turn
+lease and has checked that no turn is running.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 import attrs
 
 from . import events as ev
-from .blobs import BlobStore
-from .checkpoints import buffers_to_restore, check_checkpoint, files_to_restore, last_restore
-from .errors import WorkspaceMismatch
+from .blobs import BlobStore, blob_id, damaged_or_missing
+from .checkpoints import (
+    buffers_to_restore,
+    check_checkpoint,
+    files_to_restore,
+    last_restore,
+    pending_intent,
+)
+from .errors import (
+    BlobCorrupt,
+    BlobNotFound,
+    PathOutsideWorkspace,
+    SnapshotUnavailable,
+    ToolError,
+    UndoUnavailable,
+    WorkspaceMismatch,
+)
 from .state import SessionState
 from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, Workspace, unsaved_bytes
+
+log = logging.getLogger(__name__)
 
 
 @attrs.define
 class RestoreResult:
     restored_files: list[str]
     removed_events: int
+    kept_files: list[str] = attrs.field(factory=list)
+    """Files left as they were: something else changed them while it ran."""
 
 
 @attrs.define
 class UndoResult:
     restored_files: list[str]
     restored_events: int
+    kept_files: list[str] = attrs.field(factory=list)
 
 
 async def restore_to(
     state: SessionState, workspace: Workspace, seq: int, files: bool, conversation: bool
 ) -> RestoreResult:
     """Return to the moment just before the prompt at ``seq`` (undoable)."""
-    blobs = state.store.blobs
-    check_checkpoint(state.events, state.id, seq)
+    events = state.timeline
+    check_checkpoint(events, state.id, seq)
+    changes: list[ev.FileSnapshot] = []
     if files:
         _check_files_belong_here(state, workspace)
-    changes = []
-    buffers = buffers_to_restore(state.events, seq) if files else {}
-    for path, target in files_to_restore(state.events, seq).items() if files else ():
-        current_id, unsaved_id, open_buffer = await _file_now(workspace, blobs, path)
-        if current_id != target or (open_buffer and unsaved_id != buffers[path]):
-            changes.append(
-                ev.FileSnapshot(
-                    path=path,
-                    before=current_id,
-                    after=target,
-                    buffer_before=unsaved_id,
-                    jump=True,
+        buffers = buffers_to_restore(events, seq)
+        for path, target in files_to_restore(events, seq).items():
+            current_id, unsaved_id, open_buffer = await _file_now(workspace, state.store.blobs, path)
+            if current_id != target or (open_buffer and unsaved_id != buffers[path]):
+                changes.append(
+                    ev.FileSnapshot(
+                        path=path,
+                        before=current_id,
+                        after=target,
+                        buffer_before=unsaved_id,
+                        jump=True,
+                        buffer_after=buffers[path],
+                    )
                 )
-            )
-    # Conversation only: the removed turns' edits stay on disk, so their snapshots
-    # stay in the log, or a later restore to an earlier point would miss them.
-    carried = [
-        attrs.evolve(e, seq=0, ts=0.0)
-        for e in state.events[seq - 1 :]
-        if type(e) is ev.FileSnapshot and not files
-    ]
-    removed = state.head - (seq - 1) if conversation else 0
-    truncation = await state.truncate(seq - 1) if conversation else None
-    record = ev.Restore(
-        to_seq=seq - 1, files=files, conversation=conversation, truncation=truncation
-    )
-    await state.append([record, *changes, *(carried if conversation else [])])
-    await _write_changes(workspace, blobs, changes, buffers)
-    return RestoreResult([c.path for c in changes], removed)
+    await _check_snapshots(state.store.blobs, changes, "restore")
+    hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
+    record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
+    await state.append([record, *changes])
+    kept = await _apply(state, workspace, record_seq(state, changes), changes)
+    return RestoreResult(_written(changes, kept), hidden, kept)
 
 
 async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoResult:
-    """Undo the last restore: files and conversation as they were before it."""
-    blobs = state.store.blobs
-    restore, made = last_restore(state.events)
+    """Undo the last restore: files and conversation as they were before it.
+
+    A file changed since the restore wrote it (by the user, a command, another
+    tool) is kept as it is: the undo takes back the restore, not later work.
+    """
+    restore, made = last_restore(state.timeline)
+    if restore.truncation is not None:
+        return await _undo_cut_restore(state, workspace, restore, made)
     if made:
         _check_files_belong_here(state, workspace)
-    back: list[ev.Event] = []
-    if restore.conversation and restore.truncation is not None:
-        cuts = await state.store.truncations(state.id)
-        cut = next(t for t in cuts if t.id == restore.truncation)
-        back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
-    changes = []
+    changes, kept = await _jumps_back(workspace, state.store.blobs, made, _kept_by(state, restore))
+    await _check_snapshots(state.store.blobs, changes, "undo the restore of")
+    stayed = _index_from_end(state.timeline, restore)  # visible before and after it
+    await state.append([ev.RestoreUndone(restore_seq=restore.seq), *changes])
+    back = len(state.timeline) - 1 - len(changes) - stayed
+    kept += await _apply(state, workspace, record_seq(state, changes), changes)
+    return UndoResult(_written(changes, kept), back, kept)
+
+
+async def finish_pending(state: SessionState, workspace: Workspace) -> list[str] | None:
+    """Finish a restore or undo a crash interrupted: write the files it had not
+    written yet. The files kept as something else left them, or None when there
+    was nothing to finish (or it belongs to another folder's workspace)."""
+    pending = pending_intent(state.events)
+    if pending is None:
+        return None
+    intent, jumps = pending
+    try:
+        _check_files_belong_here(state, workspace)
+    except WorkspaceMismatch:
+        log.warning("session %s: its unfinished restore belongs to another folder", state.id)
+        return None
+    for jump in jumps:
+        await workspace.discard_partial_writes(jump.path)
+    log.info("session %s: finishing the restore recorded at seq %d", state.id, intent.seq)
+    return await _apply(state, workspace, intent.seq, jumps)
+
+
+def record_seq(state: SessionState, changes: Sequence[ev.FileSnapshot]) -> int:
+    """The seq of the intent just appended: before its jumps at the log's end."""
+    return state.head - len(changes)
+
+
+async def _apply(
+    state: SessionState, workspace: Workspace, intent_seq: int, jumps: Sequence[ev.FileSnapshot]
+) -> list[str]:
+    """Write each jump's target, then mark the intent done; the paths kept.
+
+    A file is written only while it is as the intent found it (``before``); one
+    already at its target is done (a crash came after its write); anything else
+    was changed by someone else meanwhile and is kept. That makes this safe to
+    run again after a crash at any point.
+    """
+    if not jumps:
+        return []
+    blobs = state.store.blobs
+    kept: list[str] = []
+    for jump in jumps:
+        try:
+            current = await workspace.read_disk(jump.path)
+            buffer = await workspace.buffer_text(jump.path)
+        except (ToolError, PathOutsideWorkspace) as exc:  # now a folder, a pipe, a link out
+            log.warning("restore keeps %s: %s", jump.path, exc)
+            kept.append(jump.path)
+            continue
+        now = None if current is None else blob_id(current)
+        unsaved = unsaved_bytes(buffer, current)
+        if now == jump.after and (
+            buffer is None or (None if unsaved is None else blob_id(unsaved)) == jump.buffer_after
+        ):
+            continue
+        if now != jump.before and now != jump.after:
+            kept.append(jump.path)
+            continue
+        try:
+            await _write(workspace, blobs, jump)
+        except (BlobNotFound, BlobCorrupt) as exc:  # damaged since it was checked
+            log.warning("restore keeps %s: %s", jump.path, exc)
+            kept.append(jump.path)
+    await state.append([ev.RestoreApplied(intent_seq=intent_seq, kept=kept)])
+    return kept
+
+
+async def _write(workspace: Workspace, blobs: BlobStore, jump: ev.FileSnapshot) -> None:
+    """The jump's target on disk, and in an open buffer the unsaved text it had."""
+    text = None
+    if jump.buffer_after is not None:
+        text = (await blobs.get(jump.buffer_after)).decode(BUFFER_ENCODING, BUFFER_ERRORS)
+    if jump.after is None:
+        await workspace.delete(jump.path, buffer=text)
+    else:
+        await workspace.write_bytes(jump.path, await blobs.get(jump.after), buffer=text)
+
+
+async def _check_snapshots(
+    blobs: BlobStore, changes: Sequence[ev.FileSnapshot], what: str
+) -> None:
+    """Refuse the whole operation, before anything is recorded, when a snapshot
+    it would write is missing or damaged."""
+    needed = {b: c.path for c in changes for b in (c.after, c.buffer_after) if b is not None}
+    bad = await damaged_or_missing(blobs, needed)
+    if bad:
+        shown = "; ".join(f"{needed[b]} (blob {b[:12]}, {why})" for b, why in bad.items())
+        raise SnapshotUnavailable(
+            f"cannot {what} the session's files: the saved content of {shown} "
+            "is not in the store whole. Nothing was changed. Restore the conversation "
+            "alone (files: false), or restore the store's blobs from a backup"
+        )
+
+
+async def _jumps_back(
+    workspace: Workspace, blobs: BlobStore, made: list[ev.FileSnapshot], skip: set[str]
+) -> tuple[list[ev.FileSnapshot], list[str]]:
+    """The jumps that undo a restore's ``made`` changes, and the paths kept: those
+    the restore did not write (``skip``) or that changed since it wrote them."""
+    jumps: list[ev.FileSnapshot] = []
+    kept: list[str] = []
     for change in made:
         current_id, unsaved_id, _ = await _file_now(workspace, blobs, change.path)
-        changes.append(
+        if change.path in skip or current_id != change.after:
+            kept.append(change.path)
+            continue
+        jumps.append(
             ev.FileSnapshot(
                 path=change.path,
                 before=current_id,
                 after=change.before,
                 buffer_before=unsaved_id,
                 jump=True,
+                buffer_after=change.buffer_before,
             )
         )
+    return jumps, kept
+
+
+def _kept_by(state: SessionState, restore: ev.Event) -> set[str]:
+    """The files a restore left as they were (its RestoreApplied says)."""
+    for event in reversed(state.events):
+        if type(event) is ev.RestoreApplied and event.intent_seq == restore.seq:
+            return set(event.kept)
+        if event.seq <= restore.seq:
+            break
+    return set()
+
+
+def _index_from_end(events: list[ev.Event], event: ev.Event) -> int:
+    for i in range(len(events) - 1, -1, -1):
+        if events[i] is event:
+            return i
+    raise ValueError("event not in the timeline")
+
+
+async def _undo_cut_restore(
+    state: SessionState, workspace: Workspace, restore: ev.Restore, made: list[ev.FileSnapshot]
+) -> UndoResult:
+    """Undo a restore made by agent-host 0.1, which cut the log and kept the cut
+    events in the store's truncations: they are appended back."""
+    cuts = await state.store.truncations(state.id)
+    cut = next((t for t in cuts if t.id == restore.truncation), None)
+    if cut is None:
+        raise UndoUnavailable(
+            f"cannot undo the restore at seq {restore.seq} of session {state.id!r}: the "
+            f"conversation it removed (truncation {restore.truncation}) is no longer in the "
+            "store. Restore to a checkpoint instead"
+        )
+    if made:
+        _check_files_belong_here(state, workspace)
+    changes, kept = await _jumps_back(workspace, state.store.blobs, made, set())
+    await _check_snapshots(state.store.blobs, changes, "undo the restore of")
+    back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
     await state.truncate(restore.seq - 1)
     # The conversation comes back as it was: history, not news for listeners.
     await state.append(
         [*back, ev.RestoreUndone(restore_seq=restore.seq), *changes], untold=len(back)
     )
-    await _write_changes(workspace, blobs, changes, {c.path: c.buffer_before for c in made})
-    return UndoResult([c.path for c in changes], len(back))
+    kept += await _apply(state, workspace, record_seq(state, changes), changes)
+    return UndoResult(_written(changes, kept), len(back), kept)
+
+
+def _written(changes: Sequence[ev.FileSnapshot], kept: list[str]) -> list[str]:
+    return [c.path for c in changes if c.path not in kept]
 
 
 def _check_files_belong_here(state: SessionState, workspace: Workspace) -> None:
@@ -111,7 +284,7 @@ def _check_files_belong_here(state: SessionState, workspace: Workspace) -> None:
     session resumed from another project (session/list of every workspace) would
     otherwise restore them over that project's files of the same names.
     """
-    started = next((e for e in state.events if type(e) is ev.SessionStarted), None)
+    started = next((e for e in state.events[:2] if type(e) is ev.SessionStarted), None)
     folder = started.workspace if started else None
     if folder and os.path.realpath(folder) not in {str(r) for r in workspace.roots}:
         raise WorkspaceMismatch(
@@ -132,23 +305,3 @@ async def _file_now(
     unsaved = unsaved_bytes(buffer, current)
     unsaved_id = None if unsaved is None else await blobs.put(unsaved)
     return current_id, unsaved_id, buffer is not None
-
-
-async def _write_changes(
-    workspace: Workspace,
-    blobs: BlobStore,
-    changes: list[ev.FileSnapshot],
-    buffers: Mapping[str, str | None],
-) -> None:
-    """Write each file; an open buffer that had unsaved text (``buffers``, blob ids)
-    gets that back, any other follows the file."""
-    for change in changes:
-        text_id = buffers.get(change.path)
-        text = None
-        if text_id is not None:
-            data = await blobs.get(text_id)
-            text = data.decode(BUFFER_ENCODING, BUFFER_ERRORS)
-        if change.after is None:
-            await workspace.delete(change.path, buffer=text)
-        else:
-            await workspace.write_bytes(change.path, await blobs.get(change.after), buffer=text)

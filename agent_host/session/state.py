@@ -17,6 +17,7 @@ import attrs
 
 from . import events as ev
 from .store import Checkpointer
+from .timeline import Timeline
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -35,14 +36,29 @@ class SessionState:
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False, repr=False)
     """One change at a time: a read refreshing the copy while a turn appends to it
     would otherwise add the turn's events twice."""
+    _timeline: Timeline | None = attrs.field(default=None, init=False, repr=False)
+    _folded: int = attrs.field(default=0, init=False, repr=False)
+    """How many of ``events`` the timeline has folded; events only grow between
+    refreshes that replace the list, which drop the timeline."""
 
     @property
     def head(self) -> int:
         return self.events[-1].seq if self.events else 0
 
     @property
+    def timeline(self) -> list[ev.Event]:
+        """The events as restores left them: what the conversation, checkpoints
+        and restores are folded from (see :mod:`.timeline`)."""
+        if self._timeline is None or self._folded > len(self.events):
+            self._timeline, self._folded = Timeline(), 0
+        if self._folded < len(self.events):
+            self._timeline.extend(self.events[self._folded :])
+            self._folded = len(self.events)
+        return self._timeline.events
+
+    @property
     def assistant_messages(self) -> int:
-        return sum(1 for e in self.events if type(e) is ev.AssistantMessage)
+        return sum(1 for e in self.timeline if type(e) is ev.AssistantMessage)
 
     async def refresh(self) -> None:
         """Pick up whatever other writers appended (or cut) since we last looked."""
@@ -57,6 +73,7 @@ class SessionState:
                 self.events.extend(newer[1:])
                 return
         self.events = await self.store.read(self.id)
+        self._timeline = None
 
     async def append(self, events: Sequence[ev.Event], untold: int = 0) -> int:
         """Append at the head we know; the new head. A cancel cannot split it:
@@ -90,6 +107,7 @@ class SessionState:
             async with self._lock:
                 truncation = await self.store.truncate(self.id, seq, expected_head=self.head)
                 del self.events[seq:]
+                self._timeline = None
                 return truncation.id
 
         return await finish_even_if_cancelled(cut())

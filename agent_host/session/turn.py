@@ -124,11 +124,11 @@ class _Turn:
 
     async def _compact_if_needed(self) -> None:
         limit, compact = self.settings.compact_at_tokens, self.settings.compact
-        if limit and compact and estimate_tokens(to_messages(self.state.events)) > limit:
+        if limit and compact and estimate_tokens(to_messages(self.state.timeline)) > limit:
             await compact()
 
     async def _call_model(self) -> tuple[list[ToolCallRequest], Finish | None]:
-        messages = to_messages(self.state.events)
+        messages = to_messages(self.state.timeline)
         if self.settings.system_prompt:
             messages.insert(0, {"role": "system", "content": self.settings.system_prompt})
         request = ModelRequest(

@@ -65,6 +65,11 @@ class Workspace(Protocol):
         :meth:`write_bytes` (an unsaved buffer of a file that was not on disk)."""
         ...
 
+    async def discard_partial_writes(self, path: str) -> None:
+        """Remove what a write of ``path`` cut short by a crash left beside it (its
+        temp file), so a restore finished after a crash leaves no stray files."""
+        ...
+
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
         """Up to ``limit`` display paths, sorted, minus what .gitignore excludes."""
         ...

@@ -35,6 +35,8 @@ export const ErrorCode = {
     MODEL_ERROR: -32007,
     PERMISSION_DENIED: -32008,
     STORE_UNAVAILABLE: -32009,
+    SNAPSHOT_UNAVAILABLE: -32010,
+    IO_ERROR: -32011,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCode;
