@@ -1,35 +1,72 @@
 """What ``truncate`` cut from a file-store log, kept so the cut can be undone.
 
 ``truncated/<id>.jsonl`` holds one framed line (see framing) per truncation, written
-and synced before the log is cut: a crash in between loses nothing. A line a crash
-left half-written is a truncation that never happened, and is dropped on reading.
+and synced before the log is cut: a crash in between loses nothing. Each line stands
+alone, so one bad line costs only itself: reading keeps every whole record, and
+moves any other line (a write a crash cut short, or damage) aside like a torn log
+tail, to ``torn/<id>.truncated.<time_ns>.bin``, before rewriting the stash without
+it. Reading never deletes the stash or raises for a bad line, so the other
+truncations stay readable; callers hold the session's lock, so the rewrite is safe.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from functools import partial
+import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from .. import events as ev
-from ..durable import fsync_dir
+from ..durable import fsync_dir, write_atomically
 from ..errors import CorruptLogError
 from . import framing
 from .base import Truncation
 
+log = logging.getLogger(__name__)
+
 
 def read_stash(path: Path) -> list[Truncation]:
+    """The truncations stashed at ``path``, oldest first; bad lines are moved aside."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
-    found = framing.scan(data, partial(_decode, str(path)), str(path))
-    if found.torn:
-        os.truncate(path, found.end)
-    return found.records
+    payloads, whole, bad = framing.sift(data)
+    if bad:
+        _move_aside(path, whole, bad)
+    try:
+        objects = orjson.loads(b"[" + b",".join(payloads) + b"]")
+    except orjson.JSONDecodeError as exc:  # checksummed, so written that way: keep it
+        raise CorruptLogError(f"{path}: a truncation is not JSON: {exc}") from exc
+    return _decode(str(path), objects)
+
+
+def _move_aside(path: Path, whole: bytes, bad: bytes) -> None:
+    """Keep ``bad`` durably in torn/, then leave only the ``whole`` lines in the stash.
+
+    In that order: a crash in between leaves the bad bytes in both places, and the
+    next read moves them again, rather than nowhere.
+    """
+    torn = path.parent.parent / "torn"
+    try:
+        torn.mkdir(mode=0o700)
+        fsync_dir(torn.parent)
+    except FileExistsError:
+        pass
+    keep = torn / f"{path.stem}.truncated.{time.time_ns()}.bin"
+    write_atomically(keep, bad, mode=0o600)
+    write_atomically(path, whole, mode=0o600)
+    log.warning(
+        "%s: %d bytes that are not whole truncation records (damaged, or cut short by "
+        "a crash) were moved to %s; the %d whole records are kept",
+        path,
+        len(bad),
+        keep,
+        whole.count(b"\n"),
+    )
 
 
 def add_to_stash(path: Path, truncation: Truncation) -> None:

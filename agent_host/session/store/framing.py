@@ -7,6 +7,24 @@ from: ``1`` a one-line append, ``s`` the first line of several, ``m`` a middle o
 byte, so both are covered. An append is *committed* once its last line is whole:
 after a crash, lines of an append whose last line never made it are cut as a
 unit, so an append is all or nothing on disk as well as in the API.
+
+Torn or damaged. A crash leaves only two kinds of bad bytes: a write cut short (a
+prefix of its lines; the file store writes over zeros, so nothing follows it) and,
+after a power cut, holes of zeros where pages of an unsynced write never reached
+the disk. So reading settles the first line that is not whole:
+
+* it holds a NUL byte: a hole, a *torn* write. It and all after it are cut,
+  unless a whole first line of a later append follows (appends are synced one
+  after the other, so a hole cannot precede a later one): then it is damage.
+* it is complete (ends in a newline) and has no NUL: no crash writes that, so it
+  is *damage*, wherever it is, even in the last append: :class:`CorruptLogError`.
+* it is the tail, the bytes after the last newline: torn if it is a prefix of a
+  record (its frame so far as it goes). It is damage if it is not, or if all but
+  its last byte is a whole record: a record whose newline was changed. No prefix
+  is that: the longest, a line cut just before its newline, is whole as it is.
+
+Lines that are all whole but end in an append without its commit line are torn
+too: the writer died between lines. Only torn bytes are ever cut.
 """
 
 from __future__ import annotations
@@ -23,7 +41,10 @@ from ..errors import CorruptLogError
 
 _HEAD = b'{"batch":"'
 _FLAG_AT = len(_HEAD)
-_PAYLOAD_AT = _FLAG_AT + len(b'1","crc":"') + 8 + len(b'","event":')
+_CRC_AT = _FLAG_AT + len(b'1","crc":"')
+_PAYLOAD_AT = _CRC_AT + 8 + len(b'","event":')
+_TEMPLATE = b'{"batch":"1","crc":"00000000","event":'
+_HEX = frozenset(b"0123456789abcdef")
 _COMMIT = frozenset(b"1e")
 _START = frozenset(b"1s")
 _FLAGS = frozenset(b"1sme")
@@ -88,12 +109,14 @@ class Scan:
 def scan(data: bytes, decode: Callable[[list[Any]], list[T]], where: str) -> Scan:
     """Decode the committed records in ``data`` (``decode`` maps parsed payloads).
 
-    Damage in the last append is a torn tail; damage followed by a later append
-    is corruption of acknowledged data and raises :class:`CorruptLogError`.
+    A torn tail is reported in the result, to be cut; damage (see the module's
+    docstring) raises :class:`CorruptLogError`.
     """
     end = data.rfind(b"\n") + 1
-    torn = end < len(data)  # bytes after the last newline: a write cut short
+    torn = end < len(data)  # bytes after the last newline: a write cut short?
     if end == 0:
+        if torn:
+            _check_tail(data, 0, 0, where)
         return Scan([], [], 0, torn)
     # The common case, an undamaged log, in a few C-level passes per window of
     # about 1 MiB: check every line, then parse the window with one call. Windows
@@ -116,6 +139,8 @@ def scan(data: bytes, decode: Callable[[list[Any]], list[T]], where: str) -> Sca
         records.extend(decode([record["event"] for record in parsed]))
         start = stop
     else:
+        if torn:
+            _check_tail(data[end:], len(offsets), end, where)
         return Scan(records, offsets, end, torn)
     return _scan_line_by_line(data.split(b"\n"), decode, where)
 
@@ -131,12 +156,7 @@ def _scan_line_by_line(
     pos = 0
     for number, line in enumerate(lines):
         if not _whole(line):
-            if any(_whole(later) and later[_FLAG_AT] in _START for later in lines[number + 1 :]):
-                raise CorruptLogError(
-                    f"{where}: record {number + 1} (byte {pos}) is damaged and later "
-                    "appends follow it; the file was changed by something other than "
-                    "agent-host. Restore it from a backup or move it aside."
-                )
+            _check_torn_line(lines, number, pos, where)
             break
         try:
             payloads.append(orjson.loads(memoryview(line)[_PAYLOAD_AT:-1]))
@@ -146,8 +166,71 @@ def _scan_line_by_line(
         pos += len(line) + 1
         if line[_FLAG_AT] in _COMMIT:
             committed, end = len(payloads), pos
+    else:
+        if tail:
+            _check_tail(tail, len(lines), pos, where)
     whole_size = sum(len(line) + 1 for line in lines) + len(tail)
     return Scan(decode(payloads[:committed]), offsets[:committed], end, end < whole_size)
+
+
+def _check_torn_line(lines: list[bytes], number: int, pos: int, where: str) -> None:
+    """Raise unless complete line ``number``, not whole, is a hole a crash left."""
+    line = lines[number]
+    if any(_whole(later) and later[_FLAG_AT] in _START for later in lines[number + 1 :]):
+        raise CorruptLogError(
+            f"{where}: record {number + 1} (byte {pos}) is damaged and later "
+            "appends follow it; the file was changed by something other than "
+            "agent-host. Restore it from a backup or move it aside."
+        )
+    if b"\0" not in line:
+        raise _damaged(where, number, pos, "its line is complete, not a write cut short")
+
+
+def _check_tail(tail: bytes, number: int, pos: int, where: str) -> None:
+    """Raise unless ``tail``, the bytes after the last newline, is a torn write."""
+    if b"\0" in tail:
+        return  # a hole: the rest of an unsynced write
+    if _whole(tail[:-1]):
+        raise _damaged(where, number, pos, "it is whole but for its newline")
+    if not _begins_record(tail):
+        raise _damaged(where, number, pos, "the bytes after the last line are no record")
+
+
+def _begins_record(data: bytes) -> bool:
+    """Whether ``data`` could be the start of a record: its frame, as far as it goes."""
+    head = bytearray(data[:_PAYLOAD_AT])
+    if len(head) > _FLAG_AT and head[_FLAG_AT] in _FLAGS:
+        head[_FLAG_AT] = ord("1")
+    for at in range(_CRC_AT, min(len(head), _CRC_AT + 8)):
+        if head[at] in _HEX:
+            head[at] = ord("0")
+    return head == _TEMPLATE[: len(head)]
+
+
+def _damaged(where: str, number: int, pos: int, why: str) -> CorruptLogError:
+    return CorruptLogError(
+        f"{where}: record {number + 1} (byte {pos}) is damaged: {why}, which no crash "
+        "leaves, so the file was changed by something other than agent-host. Restore "
+        "it from a backup or move it aside."
+    )
+
+
+def sift(data: bytes) -> tuple[list[bytes], bytes, bytes]:
+    """For a file whose every line is a record of its own (the truncation stash):
+    the payloads of its whole records, their lines as in ``data``, and the bytes of
+    every other line (damaged or torn), in order."""
+    payloads: list[bytes] = []
+    whole: list[bytes] = []
+    other: list[bytes] = []
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]  # what follows the last newline, if anything
+    for line in filter(None, lines):
+        if line[-1:] == b"\n" and _whole(line[:-1]):
+            payloads.append(line[_PAYLOAD_AT:-2])
+            whole.append(line)
+        else:
+            other.append(line)
+    return payloads, b"".join(whole), b"".join(other)
 
 
 def as_last_of_batch(line: bytes) -> bytes:
