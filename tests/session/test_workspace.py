@@ -180,10 +180,10 @@ async def test_atomic_write_keeps_the_mode_and_leaves_no_temp_files(ws, root):
 async def test_a_failed_write_leaves_the_old_file_whole_and_no_temp_file(ws, root, monkeypatch):
     (root / "f.txt").write_text("old")
 
-    def broken_replace(src, dst):
+    def broken_rename(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", broken_replace)
+    monkeypatch.setattr(os, "rename", broken_rename)
     with pytest.raises(OSError, match="No space"):
         await ws.write_bytes("f.txt", b"new")
     assert (root / "f.txt").read_text() == "old"

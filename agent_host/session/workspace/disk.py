@@ -1,17 +1,27 @@
-"""DiskWorkspace: a :class:`~.base.Workspace` over plain folders, with atomic file writes."""
+"""DiskWorkspace: a :class:`~.base.Workspace` over plain folders, with atomic file writes
+that a symlink swapped in mid-write cannot redirect."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import stat
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from ..durable import fsync_dir, write_atomically
 from ..errors import ToolError
 from .base import CommandResult
+from .dirfd import (
+    fsync_folder,
+    lstat_at,
+    open_file_at,
+    open_folder,
+    split_under,
+    symlink_error,
+    write_atomically_at,
+)
 from .listing import list_in_roots
 from .paths import relative_in_roots, resolve_in_roots
 from .shell import run_shell
@@ -35,14 +45,24 @@ class DiskWorkspace:
         return f"DiskWorkspace({[str(r) for r in self.roots]})"
 
     def resolve(self, path: str) -> Path:
-        return resolve_in_roots(self.roots, path)
+        try:
+            return resolve_in_roots(self.roots, path)
+        except OSError as e:
+            # realpath lstat()s a symlink, then readlink()s it unguarded: a link
+            # swapped away in between raises EINVAL (now a folder) or ENOENT (gone).
+            if e.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
+            raise ToolError(
+                f"{path} changed while being resolved: {e.filename} was a symlink and "
+                "then was not. Try again."
+            ) from None
 
     def relative(self, path: Path) -> str:
         return relative_in_roots(self.roots, path)
 
     async def read_bytes(self, path: str) -> bytes | None:
         real = self.resolve(path)
-        return await asyncio.to_thread(_read_file, real, path)
+        return await asyncio.to_thread(_read_file, self.roots, real, path)
 
     async def read_disk(self, path: str) -> bytes | None:
         return await self.read_bytes(path)
@@ -53,11 +73,11 @@ class DiskWorkspace:
     async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
         # ``buffer`` is for editor buffers; there are none here.
         real = self.resolve(path)
-        await asyncio.to_thread(_write_atomic, real, bytes(data), path)
+        await asyncio.to_thread(_write_atomic, self.roots, real, bytes(data), path)
 
     async def delete(self, path: str, *, buffer: str | None = None) -> None:
         real = self.resolve(path)
-        await asyncio.to_thread(_delete_file, real, path)
+        await asyncio.to_thread(_delete_file, self.roots, real, path)
 
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
         return await asyncio.to_thread(list_in_roots, self.roots, pattern, limit)
@@ -68,13 +88,6 @@ class DiskWorkspace:
         return await run_shell(command, self.roots[0], timeout, max_output)
 
 
-def _stat(real: Path) -> os.stat_result | None:
-    try:
-        return os.stat(real)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
 def _check_regular(st: os.stat_result, shown: str) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{shown} is a directory, not a file")
@@ -83,36 +96,56 @@ def _check_regular(st: os.stat_result, shown: str) -> None:
         raise ToolError(f"{shown} is not a regular file (a pipe, socket or device)")
 
 
-def _read_file(real: Path, shown: str) -> bytes | None:
-    st = _stat(real)
-    if st is None:
-        return None
-    _check_regular(st, shown)
-    try:
-        with open(real, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+# Each operation walks ``real`` from its root through folder descriptors (.dirfd):
+# ``real`` was checked by resolve_in_roots, but a folder on the way may be swapped
+# for a symlink before the file is touched.
 
 
-def _write_atomic(real: Path, data: bytes, shown: str) -> None:
-    st = _stat(real)
-    if st is not None:
-        _check_regular(st, shown)
+def _read_file(roots: list[Path], real: Path, shown: str) -> bytes | None:
+    root, folders, name = split_under(roots, real)
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
+        with open_folder(root, folders, shown, "read") as folder:
+            st = lstat_at(folder, name)
+            if st is None:
+                return None
+            if stat.S_ISLNK(st.st_mode):
+                raise symlink_error(folder, name, shown, "read")
+            _check_regular(st, shown)  # before opening: opening a device can act on it
+            fd = open_file_at(folder, name, shown, "read")
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # a folder on the way is missing or is a file: no such file
+    with os.fdopen(fd, "rb") as f:
+        _check_regular(os.fstat(f.fileno()), shown)  # swapped after the stat?
+        return f.read()
+
+
+def _write_atomic(roots: list[Path], real: Path, data: bytes, shown: str) -> None:
+    root, folders, name = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "written", create=True) as folder:
+            st = lstat_at(folder, name)
+            if st is not None:
+                if stat.S_ISLNK(st.st_mode):
+                    raise symlink_error(folder, name, shown, "written")
+                _check_regular(st, shown)
+            kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
+            write_atomically_at(folder, name, data, exact_mode=kept_mode)
+    except NotADirectoryError:
         raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
-    kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
-    write_atomically(real, data, exact_mode=kept_mode, dir_sync_best_effort=True)
 
 
-def _delete_file(real: Path, shown: str) -> None:
-    st = _stat(real)
-    if st is None:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{shown} is a directory; only files can be deleted")
-    with suppress(FileNotFoundError):
-        os.unlink(real)
-    fsync_dir(real.parent, best_effort=True)
+def _delete_file(roots: list[Path], real: Path, shown: str) -> None:
+    root, folders, name = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "deleted") as folder:
+            st = lstat_at(folder, name)
+            if st is None:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"{shown} is a directory; only files can be deleted")
+            # A symlink swapped in for the file is removed itself, its target left alone.
+            with suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=folder)
+            fsync_folder(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a folder on the way is missing or is a file: nothing to delete

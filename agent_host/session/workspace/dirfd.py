@@ -1,0 +1,180 @@
+"""Opening a path under a root folder one component at a time, never following a symlink.
+
+:func:`~.paths.resolve_in_roots` checks a path once; a process that swaps a folder
+on the way for a symlink after that check would otherwise redirect the read or
+write that follows. Here every folder is opened relative to the one before it
+(``openat`` with ``O_NOFOLLOW``), and the file is created, renamed and unlinked
+relative to the last one, so a symlink that appears at any moment makes the
+operation fail instead of leaving the workspace.
+
+What this does not cover: a folder moved (not linked) out of the workspace after
+it was opened is still written into, as it is the folder that was checked.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from ..errors import PathOutsideWorkspace, ToolError
+
+# Every ``dir_fd`` call this module makes (and the lstat it does with one); Linux has
+# them all. Checked when used, not at import, so the package imports where they lack.
+_DIR_FD_CALLS = (os.open, os.mkdir, os.rename, os.unlink, os.stat)
+_SUPPORTED = set(_DIR_FD_CALLS) <= os.supports_dir_fd and os.stat in os.supports_follow_symlinks
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def split_under(roots: Sequence[Path], real: Path) -> tuple[Path, tuple[str, ...], str]:
+    """The root ``real`` lies in (the longest, for nested roots), the folders from
+    it to ``real``, and ``real``'s name -- ``"."`` when ``real`` is the root itself,
+    so that a stat of it in the root finds the root, a directory, not a file."""
+    inside = [root for root in roots if real.is_relative_to(root)]
+    if not inside:
+        raise PathOutsideWorkspace(f"{real} is outside the workspace roots")
+    root = max(inside, key=lambda r: len(r.parts))
+    parts = real.relative_to(root).parts
+    if not parts:
+        return root, (), "."
+    return root, parts[:-1], parts[-1]
+
+
+def changed(shown: str, part: str, done: str) -> ToolError:
+    """The error for a path component that turned into a symlink mid-operation, or
+    was replaced (a folder flipping between a link and back is seen either way).
+
+    A ToolError, not PathOutsideWorkspace: the walk cannot tell where the new link
+    points (it may well stay inside), only that the path is no longer the one that
+    was checked; trying again re-checks it.
+    """
+    return ToolError(
+        f"{shown} changed while being {done}: {part!r} was replaced, by a symlink or "
+        "otherwise, after the path was checked; a symlink is not followed then, so "
+        "nothing was done through it. Try again."
+    )
+
+
+def symlink_error(fd: int, name: str, shown: str, done: str) -> Exception:
+    """The error for a symlink ``name`` in folder ``fd`` where the checked path had none.
+
+    realpath leaves a symlink loop unresolved, so a loop comes here too: it is
+    reported as the ELOOP any open of it gives (a stat, not a read, of the target).
+    """
+    try:
+        os.stat(name, dir_fd=fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return OSError(errno.ELOOP, os.strerror(errno.ELOOP), shown)
+    return changed(shown, name, done)
+
+
+@contextmanager
+def open_folder(
+    root: Path, folders: Sequence[str], shown: str, done: str, *, create: bool = False
+) -> Iterator[int]:
+    """A descriptor of ``root/folders...``, each opened inside the one before.
+
+    ``create`` makes missing folders (0o777 less the umask, as ``mkdir -p``).
+    FileNotFoundError or NotADirectoryError if one is missing or is a file; the
+    error of :func:`symlink_error` if one is a symlink (a ToolError; ELOOP for a loop).
+    """
+    if not _SUPPORTED:
+        raise ToolError("this platform cannot open files relative to a folder (dir_fd)")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # roots are trusted
+    try:
+        for name in folders:
+            child = _open_child(fd, name, shown, done, create)
+            fd, parent = child, fd
+            os.close(parent)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_child(fd: int, name: str, shown: str, done: str, create: bool) -> int:
+    try:
+        return _open_dir(fd, name, shown, done)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with suppress(FileExistsError):  # made meanwhile by someone else: open it the same way
+        os.mkdir(name, 0o777, dir_fd=fd)
+    return _open_dir(fd, name, shown, done)
+
+
+def _open_dir(fd: int, name: str, shown: str, done: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError as e:
+        if e.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+        # Linux says ENOTDIR for a symlink under O_DIRECTORY|O_NOFOLLOW, as for a file,
+        # so look again: only a non-folder that is still there and no link is a file
+        # in the way. A folder or link now, or nothing, means it is being swapped.
+        st = lstat_at(fd, name)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise symlink_error(fd, name, shown, done) from None
+        if st is None or stat.S_ISDIR(st.st_mode):
+            raise changed(shown, name, done) from None
+        raise
+
+
+def lstat_at(fd: int, name: str) -> os.stat_result | None:
+    """``name`` in folder ``fd``, the link itself if it is one; None if missing."""
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def open_file_at(fd: int, name: str, shown: str, done: str) -> int:
+    """``name`` in folder ``fd`` opened for reading, never through a symlink.
+
+    O_NONBLOCK so that a FIFO swapped in after the caller's stat does not block
+    the open; the caller checks what it opened with fstat.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        return os.open(name, flags, dir_fd=fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise symlink_error(fd, name, shown, done) from None
+        raise
+
+
+def write_atomically_at(fd: int, name: str, data: bytes, *, exact_mode: int | None) -> None:
+    """:func:`~agent_host.session.durable.write_atomically`, inside folder ``fd``: a new
+    file gets 0o666 less the umask, a replaced one ``exact_mode`` (its old mode).
+
+    The temp file is named as there (``.<name>.<12 hex>.tmp``) so sweeps know the
+    strays a crash leaves, and is removed on any error. The rename replaces a
+    symlink put at ``name`` meanwhile rather than following it.
+    """
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    file_fd = os.open(tmp, flags, 0o666, dir_fd=fd)
+    try:
+        with os.fdopen(file_fd, "wb") as f:
+            if exact_mode is not None:
+                os.fchmod(f.fileno(), exact_mode)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+    fsync_folder(fd)
+
+
+def fsync_folder(fd: int) -> None:
+    """Make the renames and unlinks in folder ``fd`` durable, best effort: some
+    filesystems refuse fsync on a folder, and the user's folder may be on any."""
+    with suppress(OSError):
+        os.fsync(fd)
