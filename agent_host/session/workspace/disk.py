@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 import stat
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from ..errors import ToolError
+from ..errors import PathOutsideWorkspace, ToolError
 from .base import CommandResult
 from .dirfd import (
     fsync_folder,
@@ -78,6 +79,13 @@ class DiskWorkspace:
     async def delete(self, path: str, *, buffer: str | None = None) -> None:
         real = self.resolve(path)
         await asyncio.to_thread(_delete_file, self.roots, real, path)
+
+    async def discard_partial_writes(self, path: str) -> None:
+        try:
+            real = self.resolve(path)
+        except PathOutsideWorkspace:
+            return  # nothing of ours can be there
+        await asyncio.to_thread(_discard_temp_files, self.roots, real, path)
 
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
         return await asyncio.to_thread(list_in_roots, self.roots, pattern, limit)
@@ -149,3 +157,18 @@ def _delete_file(roots: list[Path], real: Path, shown: str) -> None:
             fsync_folder(folder)
     except (FileNotFoundError, NotADirectoryError):
         return  # a folder on the way is missing or is a file: nothing to delete
+
+
+def _discard_temp_files(roots: list[Path], real: Path, shown: str) -> None:
+    """Unlink the temp files a write of ``real`` that died left in its folder: only
+    names that write makes (``.<name>.<12 hex>.tmp``), so no file of the user's."""
+    root, folders, name = split_under(roots, real)
+    pattern = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp")
+    try:
+        with open_folder(root, folders, shown, "cleaned up") as fd:
+            for entry in os.listdir(fd):
+                if pattern.fullmatch(entry):
+                    with suppress(FileNotFoundError):
+                        os.unlink(entry, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError, ToolError):
+        return  # no folder (or not the one checked): no strays of ours in it

@@ -1,0 +1,109 @@
+"""Killing a restore or an undo before each of its durable steps, one run per step.
+
+Run as a process (``python -m tests.session.crash_points``) that reads one JSON
+job per line on stdin and answers one JSON line per job on stdout. Each job is
+run in a child forked from this process, so the imports are paid once. The child
+counts its durable steps -- every fsync, fdatasync, rename, replace and unlink,
+every pwrite (how the file store writes its log: a killed process loses nothing
+it wrote, only a power cut loses what was not synced, so without the write a kill
+could never land before an append) and every SQLite commit -- and SIGKILLs itself
+just before step ``kill_at``: a crash at exactly that point.
+A child that gets to the end reports how many steps it made (``kill_at`` 0 runs
+to the end), so the caller can enumerate every point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+
+from agent_host.session.host import AgentHost
+from agent_host.session.store.sqlite import SqliteCheckpointer
+
+STEPS = ("fsync", "fdatasync", "rename", "replace", "unlink", "pwrite")
+
+
+class _Counter:
+    def __init__(self, kill_at: int) -> None:
+        self.kill_at = kill_at
+        self.steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _install(counter: _Counter) -> None:
+    for name in STEPS:
+        real = getattr(os, name)
+
+        def counted(*args, _real=real, **kwargs):
+            counter.step()
+            return _real(*args, **kwargs)
+
+        setattr(os, name, counted)
+
+
+class _CountedConnection:
+    """A sqlite3 connection whose COMMITs are durable steps. (sqlite3's own
+    type cannot be patched, and its fsyncs happen in C, out of our sight.)"""
+
+    def __init__(self, conn, counter: _Counter) -> None:
+        self._conn = conn
+        self._counter = counter
+
+    def execute(self, sql, *args):
+        if sql == "COMMIT":
+            self._counter.step()
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+async def _run(job: dict, counter: _Counter) -> None:
+    host = AgentHost(store=job["store"], workdir=job["workspace"], auto_compact=None)
+    if isinstance(host.store, SqliteCheckpointer):
+        host.store._conn = _CountedConnection(host.store._conn, counter)  # see the class
+    _install(counter)
+    if job["op"] == "restore":
+        await host.restore(job["session"], job["seq"])
+    else:
+        await host.undo_restore(job["session"])
+    await host.close()
+
+
+def _child(job: dict) -> None:
+    counter = _Counter(job["kill_at"])
+    try:
+        asyncio.run(_run(job, counter))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, then exit
+        with open(job["report"], "w") as f:
+            json.dump({"error": f"{type(exc).__name__}: {exc}"}, f)
+        os._exit(1)
+    with open(job["report"], "w") as f:
+        json.dump({"steps": counter.steps}, f)
+    os._exit(0)
+
+
+def main() -> None:
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(job)
+        _, status = os.waitpid(pid, 0)
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        report = {}
+        if not killed and os.path.exists(job["report"]):
+            with open(job["report"]) as f:
+                report = json.load(f)
+        print(json.dumps({"killed": killed, **report}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
