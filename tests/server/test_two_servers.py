@@ -232,3 +232,24 @@ async def test_a_turn_cut_off_mid_tool_leaves_no_unanswered_call(agents, store_d
     prompts = [e.seq for e in events if type(e) is ev.UserPrompt]
     ends = [e.seq for e in events if type(e) is ev.TurnEnd]
     assert len(ends) == len(prompts), "a turn was left open in the log"
+
+
+async def test_delete_from_another_server_waits_for_the_running_turn(agents, store_dir):
+    steps = [{"text": "thinking for a while", "delay_ms": 1500}]
+    a = await agents(steps)
+    b = await agents(steps)
+    sid = (await request(a, "session/new", {"title": "busy"}))["sessionId"]
+    turn = asyncio.ensure_future(
+        request(a, "session/send", {"sessionId": sid, "prompt": "take your time"})
+    )
+    for _ in range(200):  # until A's turn has its prompt in the log
+        if any(type(e) is ev.UserPrompt for e in await read_log(store_dir, sid)):
+            break
+        await asyncio.sleep(0.02)
+    with pytest.raises(JsonRpcException) as refused:
+        await request(b, "session/delete", {"sessionId": sid})
+    assert refused.value.code == TURN_IN_PROGRESS, refused.value.message
+    assert (await turn)["stopReason"] == "end_turn"  # the turn was not disturbed
+    assert_log_whole(await read_log(store_dir, sid))
+    await request(b, "session/delete", {"sessionId": sid})  # once it is over
+    assert await read_log(store_dir, sid) == []
