@@ -431,6 +431,32 @@ async def test_restore_reverts_a_buffer_edited_after_the_turn(fake, workspace):
     assert editor.buffers["a.py"] == "typed since\n"
 
 
+async def test_a_restore_cut_off_between_the_disk_and_the_buffer_is_finished(fake, workspace):
+    """The restore's jump names the buffer's text too, so whoever finishes an
+    interrupted restore brings the open buffer back, not just the disk."""
+    host, editor = fake
+    editor.buffers["a.py"] = "typed\n"
+    first = await host.send("one")
+
+    class DiesAfterTheDisk(FakeEditor):
+        async def write_bytes(self, path, data, *, buffer=None):
+            await DiskWorkspace.write_bytes(self, path, data)
+            raise ConnectionError("the editor went away before the buffer edit")
+
+    dying = DiesAfterTheDisk(workspace)
+    dying.buffers = editor.buffers
+    host.workspace = dying
+    with pytest.raises(ConnectionError):
+        await host.restore(first.session_id, first.checkpoint)
+    assert (workspace / "a.py").read_text() == ORIGINAL
+    assert editor.buffers["a.py"] == "one\n"  # the buffer was not reached
+    host.workspace = editor
+    await host.resume(first.session_id)
+    assert editor.buffers["a.py"] == "typed\n"
+    events = await host.store.read(first.session_id)
+    assert type(events[-1]) is ev.RestoreApplied and events[-1].kept == []
+
+
 async def test_a_buffer_only_difference_is_restored_without_closed_buffers(fake, workspace):
     host, editor = fake
     editor.buffers["a.py"] = "typed\n"
