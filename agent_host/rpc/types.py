@@ -158,6 +158,8 @@ class RestoreResult:
     removed_events: int
     unreverted_buffers: list[str] = attrs.field(factory=list)
     """Open buffers the editor did not bring back (see docs/protocol.md)."""
+    kept_files: list[str] = attrs.field(factory=list)
+    """Files left as they were: something else changed them while the restore ran."""
 
 
 @attrs.define
@@ -165,6 +167,8 @@ class UndoRestoreResult:
     restored_files: list[str]
     restored_events: int
     unreverted_buffers: list[str] = attrs.field(factory=list)
+    kept_files: list[str] = attrs.field(factory=list)
+    """Files left as they were: changed since the restore wrote them."""
 
 
 @attrs.define

@@ -299,13 +299,17 @@ def create_server() -> AgentServer:
             done = await server.agent().restore(
                 params.session_id, params.seq, files=params.files, conversation=params.conversation
             )
-        return rpc.RestoreResult(done.restored_files, done.removed_events, unreverted.paths)
+        return rpc.RestoreResult(
+            done.restored_files, done.removed_events, unreverted.paths, done.kept_files
+        )
 
     @method(methods.UNDO_RESTORE, rpc.SessionParams)
     async def undo_restore(params: rpc.SessionParams) -> rpc.UndoRestoreResult:
         with collect_unreverted() as unreverted:
             done = await server.agent().undo_restore(params.session_id)
-        return rpc.UndoRestoreResult(done.restored_files, done.restored_events, unreverted.paths)
+        return rpc.UndoRestoreResult(
+            done.restored_files, done.restored_events, unreverted.paths, done.kept_files
+        )
 
     @method(methods.COMPACT, rpc.CompactParams)
     async def compact(params: rpc.CompactParams) -> rpc.CompactResult:

@@ -92,6 +92,12 @@ local function report_restore(inst, verb, result, count_key)
     chat.note(inst, "  ! " .. msg, "AgentHostError")
     notify(msg, vim.log.levels.WARN)
   end
+  local kept = result.keptFiles or {}
+  if #kept > 0 then
+    local msg = "left as they are (changed since the agent wrote them): " .. table.concat(kept, ", ")
+    chat.note(inst, "  ! " .. msg, "AgentHostError")
+    notify(msg, vim.log.levels.WARN)
+  end
 end
 
 --- Restore to checkpoint `seq`; mode "both" | "files" | "conversation".

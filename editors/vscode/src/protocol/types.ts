@@ -142,12 +142,16 @@ export interface RestoreResult {
     removedEvents: number;
     /** Open buffers the editor did not bring back. */
     unrevertedBuffers: string[];
+    /** Files left as they were: something else changed them meanwhile. */
+    keptFiles?: string[];
 }
 
 export interface UndoRestoreResult {
     restoredFiles: string[];
     restoredEvents: number;
     unrevertedBuffers: string[];
+    /** Files left as they were: changed since the restore wrote them. */
+    keptFiles?: string[];
 }
 
 export interface CompactParams {

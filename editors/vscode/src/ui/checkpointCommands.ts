@@ -85,6 +85,7 @@ export class CheckpointCommands {
         this.ui.state.transcript(sessionId).info(`Restored to #${checkpoint.seq} (${mode.label.toLowerCase()}): ${files}.`);
         this.ui.render();
         this.reportUnreverted(result.unrevertedBuffers);
+        this.reportKept(result.keptFiles ?? []);
         const answer = await vscode.window.showInformationMessage(
             `Agent Host: restored ${files}; ${result.removedEvents} event(s) set aside.`,
             'Undo Restore',
@@ -102,6 +103,14 @@ export class CheckpointCommands {
         }
     }
 
+    private reportKept(paths: string[]): void {
+        if (paths.length) {
+            void vscode.window.showWarningMessage(
+                `Agent Host: ${paths.join(', ')} changed since the agent wrote them and were left as they are.`,
+            );
+        }
+    }
+
     async undoRestore(): Promise<void> {
         const sessionId = await this.sessions.requireSession();
         const api = await this.ui.server.ensureStarted();
@@ -111,6 +120,7 @@ export class CheckpointCommands {
         this.ui.state.transcript(sessionId).info(`Restore undone: ${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back.`);
         this.ui.render();
         this.reportUnreverted(result.unrevertedBuffers);
+        this.reportKept(result.keptFiles ?? []);
         void vscode.window.showInformationMessage(
             `Agent Host: restore undone (${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back).`,
         );
