@@ -73,7 +73,9 @@ async def restore_to(
         _check_files_belong_here(state, workspace)
         buffers = buffers_to_restore(events, seq)
         for path, target in files_to_restore(events, seq).items():
-            current_id, unsaved_id, open_buffer = await _file_now(workspace, state.store.blobs, path)
+            current_id, unsaved_id, open_buffer = await _file_now(
+                workspace, state.store.blobs, path
+            )
             if current_id != target or (open_buffer and unsaved_id != buffers[path]):
                 changes.append(
                     ev.FileSnapshot(
@@ -188,9 +190,7 @@ async def _write(workspace: Workspace, blobs: BlobStore, jump: ev.FileSnapshot) 
         await workspace.write_bytes(jump.path, await blobs.get(jump.after), buffer=text)
 
 
-async def _check_snapshots(
-    blobs: BlobStore, changes: Sequence[ev.FileSnapshot], what: str
-) -> None:
+async def _check_snapshots(blobs: BlobStore, changes: Sequence[ev.FileSnapshot], what: str) -> None:
     """Refuse the whole operation, before anything is recorded, when a snapshot
     it would write is missing or damaged."""
     needed = {b: c.path for c in changes for b in (c.after, c.buffer_after) if b is not None}

@@ -52,8 +52,10 @@ async def make_template(backend: str, base: Path) -> tuple[str, int]:
         (ws / path).write_text(f"# {path}: as the user left it\n" * 20)
     (ws / "keep.txt").write_text("never touched\n")
     calls = [
-        *({"name": "write_file", "arguments": {"path": p, "content": f"# {p} v2\n" * 30}}
-          for p in MODIFIED + CREATED),
+        *(
+            {"name": "write_file", "arguments": {"path": p, "content": f"# {p} v2\n" * 30}}
+            for p in MODIFIED + CREATED
+        ),
         *({"name": "delete_file", "arguments": {"path": p}} for p in DELETED),
     ]
     script = base / "script.json"

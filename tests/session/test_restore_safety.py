@@ -20,9 +20,17 @@ from agent_host.session.host import AgentHost
 from agent_host.session.workspace import DiskWorkspace
 
 from ..conftest import make_backend
-from .test_host import THREE_TURNS, files, run_three_turns, script, ws  # noqa: F401
+from .test_host import THREE_TURNS, files, run_three_turns, script
 
 DURABLE = ["file", "sqlite"]
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "keep.txt").write_text("untouched\n")
+    return root
 
 
 @pytest.fixture(params=["file", "sqlite", "memory"])
@@ -48,7 +56,9 @@ def damage_blob(host: AgentHost, blob: str, backend: str) -> None:
         data[0] ^= 0x01
         path.write_bytes(bytes(data))
     elif backend == "sqlite":
-        store._conn.execute("UPDATE blobs SET data = CAST(x'00' || data AS BLOB) WHERE id = ?", (blob,))
+        store._conn.execute(
+            "UPDATE blobs SET data = CAST(x'00' || data AS BLOB) WHERE id = ?", (blob,)
+        )
     else:
         data, at = store.blobs._blobs[blob]
         store.blobs._blobs[blob] = (b"!" + data, at)
@@ -120,8 +130,12 @@ async def test_a_restore_that_failed_midway_is_finished_by_the_next_operation(
     tmp_path, ws, backend, then
 ):
     steps = [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": f"f{i}.txt", "content": "x\n"}}
-                        for i in range(4)]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": f"f{i}.txt", "content": "x\n"}}
+                for i in range(4)
+            ]
+        },
         {"text": "wrote four"},
         {"text": "again"},
         {"text": "a summary"},
@@ -168,10 +182,12 @@ async def test_a_file_changed_during_an_interrupted_restore_is_kept(tmp_path, ws
     (ws / "a.txt").write_text("original\n")
     (ws / "b.txt").write_text("original\n")
     steps = [
-        {"tool_calls": [
-            {"name": "write_file", "arguments": {"path": "a.txt", "content": "agent\n"}},
-            {"name": "write_file", "arguments": {"path": "b.txt", "content": "agent\n"}},
-        ]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.txt", "content": "agent\n"}},
+                {"name": "write_file", "arguments": {"path": "b.txt", "content": "agent\n"}},
+            ]
+        },
         {"text": "done"},
     ]
     store = backend.open()
@@ -219,7 +235,9 @@ async def test_a_restore_keeps_every_event_in_the_log(host, ws):
     (info,) = await host.store.list()
     assert info.turns == 3
     assert [c.prompt for c in await host.list_checkpoints()] == [
-        "create a.py", "edit a.py, add b.py", "delete a.py"
+        "create a.py",
+        "edit a.py, add b.py",
+        "delete a.py",
     ]
 
 
