@@ -14,11 +14,22 @@ writers in several processes take turns. ``append`` returns after fdatasync. A
 process keeps, per session, the byte size and event offsets it last saw; under the
 lock it re-reads only bytes another process added since, so an append costs one
 write and one fdatasync however long the log.
+
+What the operating system refuses (a full disk, a read-only folder, an I/O error)
+reaches the caller as :class:`StoreUnavailable` naming the file and the reason, and
+a write that raises it has changed nothing: what it wrote is taken back first. A
+failure after the change is made and durable (an index line that does not fit)
+does not fail the call; it is logged and repaired later. A store this process
+cannot write can still be read: readers then hold the lock through a read-only
+file, or go without it, and repair nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import functools
+import logging
 import os
 import time
 from array import array
@@ -26,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .. import events as ev
 from ..blobs import FileBlobStore
@@ -36,6 +47,8 @@ from ..errors import (
     CheckpointNotFound,
     CorruptLogError,
     SessionNotFound,
+    StoreUnavailable,
+    store_unavailable,
 )
 from . import file_index, file_stash, framing, locking, log_file
 from .base import (
@@ -52,6 +65,33 @@ from .log_file import LogState
 from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Method = Callable[Concatenate["FileCheckpointer", P], T]
+log = logging.getLogger(__name__)
+
+
+def _reported(action: str) -> Callable[[Method[P, T]], Method[P, T]]:
+    """Make an OSError escaping a store method a StoreUnavailable naming the file the
+    OS named, else the session's log (a session method's first argument is its id),
+    else the store. What this process knew of that log may no longer hold: it goes."""
+
+    def decorate(method: Method[P, T]) -> Method[P, T]:
+        @functools.wraps(method)
+        def reported(self: FileCheckpointer, *args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                session_id = args[0] if args else None
+                if isinstance(session_id, str):
+                    self._states.pop(session_id, None)
+                    where = exc.filename or self._log_path(session_id)
+                else:
+                    where = exc.filename or self.root
+                raise store_unavailable(where, action, exc) from exc
+
+        return reported
+
+    return decorate
 
 
 class FileCheckpointer:
@@ -129,17 +169,22 @@ class FileCheckpointer:
     def _stash_path(self, session_id: str) -> Path:
         return self.root / "truncated" / f"{session_id}.jsonl"
 
+    def _absent(self, session_id: str) -> bool:
+        # A session that does not exist is read, or not changed, without creating
+        # anything, not even a lock. (Not checked for a log this process has seen:
+        # a stat of it would slow its next sync; see LogState.still_matches.)
+        if session_id in self._states or os.path.exists(self._log_path(session_id)):
+            return False
+        self._states.pop(session_id, None)
+        return True
+
     @contextmanager
     def _locked(
         self, session_id: str, create: bool = False, wait: bool = True
     ) -> Iterator[int | None]:
-        """Hold the session's lock; yield its log opened read-write (None if absent)."""
-        known = session_id in self._states
-        if not create and not known and not os.path.exists(self._log_path(session_id)):
-            # Reading a session that does not exist creates nothing, not even a lock.
-            # (Not checked for a log this process has seen: its lock file exists, and
-            # a stat of the log would slow its next sync; see LogState.still_matches.)
-            self._states.pop(session_id, None)
+        """Hold the session's lock to change it; yield its log opened read-write
+        (None if absent). A store that cannot be written raises StoreUnavailable."""
+        if not create and self._absent(session_id):
             yield None
             return
         self._make_dirs()
@@ -157,20 +202,60 @@ class FileCheckpointer:
             finally:
                 os.close(fd)
 
+    @contextmanager
+    def _reading(self, session_id: str) -> Iterator[tuple[int | None, bool]]:
+        """Hold the session's lock to read it, if this process can: yield its log
+        (None if absent) and whether a torn tail may be cut.
+
+        Only a writer holding the lock may cut one: without the lock a torn tail may
+        be a write in progress, so the log is then opened read-only and the tail
+        read as not there, as it is when the log cannot be written.
+        """
+        if self._absent(session_id):
+            yield None, False
+            return
+        path = self._log_path(session_id)
+        with locking.hold(f"{self._locks_dir}/{session_id}.lock", reader=True) as locked:
+            fd, writable = None, False
+            try:
+                if locked:
+                    try:
+                        fd, writable = os.open(path, os.O_RDWR | os.O_CLOEXEC), True
+                    except OSError as exc:
+                        if exc.errno not in locking.CANNOT_WRITE or exc.errno == errno.ENOENT:
+                            raise
+                if fd is None:
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                self._states.pop(session_id, None)
+                yield None, False
+                return
+            try:
+                yield fd, writable
+            finally:
+                os.close(fd)
+
     def _make_dirs(self) -> None:
         # Created on first write, so reading a mistyped store path leaves no trace.
         if not self._made_dirs:
             for sub in ("", "sessions", "truncated", "locks"):
-                (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+                folder = self.root / sub
+                try:
+                    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise store_unavailable(exc.filename or folder, "create", exc) from exc
             self._made_dirs = True
 
     # -- the log
 
-    def _sync(self, session_id: str, fd: int, wait: bool = True) -> tuple[LogState, list[ev.Event]]:
+    def _sync(
+        self, session_id: str, fd: int, wait: bool = True, repair: bool = True
+    ) -> tuple[LogState, list[ev.Event]]:
         """Bring this process's view of the log up to date; return the new events.
 
         Holding the lock, any bytes past the last whole event belong to a writer
-        that died mid-write: they are moved aside and the log cut back. With
+        that died mid-write: they are moved aside and the log cut back, unless not
+        ``repair`` (see _reading), when they are read as not there. With
         ``wait=False``, a long read raises :class:`WouldBlock` before any change.
         """
         state = self._states.get(session_id)
@@ -201,7 +286,7 @@ class FileCheckpointer:
         state.offsets.extend(state.size + offset for offset in found.offsets)
         if found.records:
             state.remember_last_line(fd)
-        if found.torn:
+        if found.torn and repair:
             end = state.size + found.end
             self._cut_torn_tail(session_id, fd, end, state.size + len(data))
             state.allocated = end
@@ -217,6 +302,7 @@ class FileCheckpointer:
         os.ftruncate(fd, end)
         os.fsync(fd)
 
+    @_reported("append to")
     def _append(
         self,
         session_id: str,
@@ -245,25 +331,29 @@ class FileCheckpointer:
                 raise WouldBlock(session_id)  # copying that much would hold the loop
             with self._index.writing(wait):
                 self._index.pending(session_id)
+                if state.size == 0:
+                    # Before the write, so that an append that raises left nothing.
+                    fsync_dir(self._sessions_dir)
                 started = time.perf_counter()
+                # A failed write is taken back, then raised (see _reported).
                 state.allocated = log_file.write_at(fd, data, state.size, state.allocated)
                 self._pacer.observe(time.perf_counter() - started)
-                if state.size == 0:
-                    fsync_dir(self.root / "sessions")
+                # From here the events are durable: the append has happened.
                 for line in lines:
                     state.offsets.append(state.size)
                     state.size += len(line)
                 state.summary.add_new(events, head + 1, ts)
                 state.mark = lines[-1][: log_file.MARK]
-                self._index.record(session_id, state.summary)
+                self._record(session_id, state.summary)
             return state.summary.head
 
+    @_reported("read")
     def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
         since = max(since_seq, 0)
-        with self._locked(session_id) as fd:
+        with self._reading(session_id) as (fd, repair):
             if fd is None:
                 return []
-            state, new = self._sync(session_id, fd)
+            state, new = self._sync(session_id, fd, repair=repair)
             head = state.summary.head
             known = head - len(new)  # events this process had seen before the sync
             if since >= known:
@@ -271,12 +361,14 @@ class FileCheckpointer:
             end = state.offsets[known] if known < head else state.size
             return self._read_events(fd, session_id, state.offsets[since], end) + new
 
+    @_reported("read")
     def _head(self, session_id: str) -> int:
-        with self._locked(session_id) as fd:
+        with self._reading(session_id) as (fd, repair):
             if fd is None:
                 return 0
-            return self._sync(session_id, fd)[0].summary.head
+            return self._sync(session_id, fd, repair=repair)[0].summary.head
 
+    @_reported("delete")
     def _delete(self, session_id: str) -> None:
         with self._locked(session_id) as fd:
             if fd is None:
@@ -284,11 +376,17 @@ class FileCheckpointer:
             with self._index.writing():
                 self._index.pending(session_id)
                 os.unlink(self._log_path(session_id))
-                self._stash_path(session_id).unlink(missing_ok=True)
-                fsync_dir(self.root / "sessions")
+                # The session is gone for every reader: what follows cannot undo
+                # that, so a failure in it is logged, not raised.
                 self._states.pop(session_id, None)
-                self._index.deleted(session_id)
+                try:
+                    self._stash_path(session_id).unlink(missing_ok=True)
+                    fsync_dir(self._sessions_dir)
+                except OSError as exc:
+                    log.warning("deleting session %r: %s", session_id, exc)
+                self._record(session_id, None)
 
+    @_reported("truncate")
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         with self._locked(session_id) as fd:
             if fd is None:
@@ -303,43 +401,58 @@ class FileCheckpointer:
                     f"it must be between 0 and the head, {head}"
                 )
             cut = state.offsets[seq] if seq < head else state.size
-            everything = self._read_events(fd, session_id, 0, state.size)
+            where = self._log_path(session_id)
+            content = os.pread(fd, state.size, 0)
+            everything = framing.scan(content, partial(_decode_event, where), where).records
             kept, removed = everything[:seq], everything[seq:]
-            stash = file_stash.read_stash(self._stash_path(session_id))
+            stash_path = self._stash_path(session_id)
+            stash = file_stash.read_stash(stash_path)
             truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
             with self._index.writing():
                 self._index.pending(session_id)
-                # The removed events are durable in the stash before they leave the log.
-                file_stash.add_to_stash(self._stash_path(session_id), truncation)
-                if seq and not framing.commits(
-                    os.pread(fd, framing.FLAG_END, state.offsets[seq - 1])
-                ):
-                    self._cut_inside_append(session_id, fd, state.offsets[seq - 1], cut)
+                stash_size = _size(stash_path)
+                try:
+                    # The removed events are durable in the stash before they leave the log.
+                    file_stash.add_to_stash(stash_path, truncation)
+                    inside = seq and not framing.commits(
+                        content[state.offsets[seq - 1] : state.offsets[seq - 1] + framing.FLAG_END]
+                    )
+                    if inside:
+                        self._cut_inside_append(where, content, state.offsets[seq - 1], cut)
+                    else:
+                        _cut(fd, content, cut)
+                except OSError as exc:
+                    # The log is as it was: the truncation did not happen, so its
+                    # record must not stay in the stash for an undo to find.
+                    _cut_back(stash_path, stash_size)
+                    self._states.pop(session_id, None)
+                    raise store_unavailable(exc.filename or where, "truncate", exc) from exc
+                if inside:
                     self._states.pop(session_id, None)
                 else:
-                    os.ftruncate(fd, cut)
-                    os.fsync(fd)
                     state.allocated = cut
                     del state.offsets[seq:]
                     state.size = cut
                     state.summary = summarize(kept)
                     state.remember_last_line(fd)
-                self._index.record(session_id, summarize(kept))
+                self._record(session_id, summarize(kept))
             return truncation
 
-    def _cut_inside_append(self, session_id: str, fd: int, last: int, cut: int) -> None:
+    def _cut_inside_append(self, where: str, content: bytes, last: int, cut: int) -> None:
         """Keep the log up to ``cut``, which falls inside an append.
 
         The kept part's last line is re-framed to commit it. That changes a line
         in place, so the log is rewritten to a new file and renamed over: a crash
-        leaves the old log or the new one, never a mix.
+        leaves the old log or the new one, never a mix. A failure raises with the
+        old log in place; the folder's sync after the rename is best effort, as
+        the cut is then made and seen by every reader.
         """
-        log = Path(self._log_path(session_id))
-        data = os.pread(fd, last, 0) + framing.as_last_of_batch(os.pread(fd, cut - last, last))
-        write_atomically(log, data, mode=0o600)
+        data = content[:last] + framing.as_last_of_batch(content[last:cut])
+        write_atomically(Path(where), data, mode=0o600, dir_sync_best_effort=True)
 
+    @_reported("read")
     def _truncations(self, session_id: str) -> list[Truncation]:
-        with self._locked(session_id) as fd:
+        with self._reading(session_id) as (fd, _):
             return [] if fd is None else file_stash.read_stash(self._stash_path(session_id))
 
     def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
@@ -349,30 +462,68 @@ class FileCheckpointer:
 
     # -- the index
 
+    @_reported("read")
     def _list(self) -> list[SessionInfo]:
         if not (self.root / "sessions").is_dir():
             return []
         loaded = self._index.load()
         if loaded is None:
-            self._index.rebuild(self._records_from_logs)
-            loaded = self._index.load() or ({}, set(), 0)
+            with self._repairing("rebuild the index"):
+                self._index.rebuild(self._records_from_logs)
+                loaded = self._index.load()
+            if loaded is None:  # a store this process cannot write: fold the logs here
+                loaded = file_index.parse(self._records_from_logs()) or ({}, set(), 0)
         sessions, pending, lines = loaded
         for session_id in pending:
             # A writer announced a change and has not recorded it: it is running
-            # now (the lock waits for it) or died (the log is the truth).
-            with self._locked(session_id) as fd:
+            # now (the lock waits for it), died, or could not write the index (a
+            # full disk). The log is the truth.
+            with self._reading(session_id) as (fd, repair):
                 if fd is None:
                     sessions.pop(session_id, None)
-                    with self._index.writing():
-                        self._index.deleted(session_id)
+                    with self._repairing(f"record {session_id!r} deleted"):
+                        with self._index.writing():
+                            self._index.deleted(session_id)
                     continue
-                state, _ = self._sync(session_id, fd)
+                state, _ = self._sync(session_id, fd, repair=repair)
                 sessions[session_id] = state.summary.info(session_id)
-                with self._index.writing():
-                    self._index.record(session_id, state.summary)
+                with self._repairing(f"record {session_id!r}"):
+                    with self._index.writing():
+                        self._index.record(session_id, state.summary)
         if lines > compact_threshold(len(sessions)):
-            self._index.compact()
+            with self._repairing("compact the index"):
+                self._index.compact()
         return sorted(sessions.values(), key=_newest_first)
+
+    def _record(self, session_id: str, summary: Summary | None) -> None:
+        """Record a change that has happened (None: a delete) in the index.
+
+        A line that cannot be written does not fail the call, which has changed
+        the log already: the ``?`` written before the change stays the index's
+        last word on the session, so ``list()`` reads its log instead.
+        """
+        try:
+            if summary is None:
+                self._index.deleted(session_id)
+            else:
+                self._index.record(session_id, summary)
+        except OSError as exc:
+            log.warning(
+                "%s: session %r changed but the index could not record it (%s); "
+                "list() will read its log",
+                self._index.path,
+                session_id,
+                exc.strerror or exc,
+            )
+
+    @contextmanager
+    def _repairing(self, what: str) -> Iterator[None]:
+        # list() repairs the index on its way; a store it cannot write (read-only,
+        # full) keeps the index as it is, and list() answers from the logs.
+        try:
+            yield
+        except (OSError, StoreUnavailable) as exc:
+            log.warning("%s: could not %s: %s", self._index.path, what, exc)
 
     def _records_from_logs(self) -> bytes:
         # Lock-free and read-only: a torn tail here may be a write in progress, so it
@@ -390,6 +541,44 @@ class FileCheckpointer:
                 info = summarize(found.records).info(entry.name[: -len(".jsonl")])
                 lines.append(file_index.info_line(info))
         return b"".join(lines)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+def _cut(fd: int, content: bytes, cut: int) -> None:
+    """Cut the log to ``cut`` and sync it; raise only with the log as it was."""
+    os.ftruncate(fd, cut)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        # Seen by every reader yet perhaps not on disk: put back what was cut.
+        try:
+            log_file.write_at(fd, content[cut:], cut, len(content))
+        except OSError:
+            log.error("a truncated log could not be synced or put back (%s); the cut stays", exc)
+            return  # the truncation has happened, and its stash record stays
+        raise
+
+
+def _cut_back(path: Path, size: int | None) -> None:
+    """Take a failed truncate's record back out of the stash at ``path``."""
+    try:
+        if size is None:
+            path.unlink(missing_ok=True)
+        else:
+            os.truncate(path, size)
+    except OSError as exc:
+        log.error(
+            "%s: a truncation that failed could not be taken back out (%s); "
+            "its events are still in the log",
+            path,
+            exc,
+        )
 
 
 def _newest_first(info: SessionInfo) -> float:

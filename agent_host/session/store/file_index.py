@@ -20,6 +20,10 @@ place, so no line can go to a file that is being replaced. (Writers once checked
 after writing, whether the path had been renamed under them; the stat that took
 cost each append's fdatasync a journal commit, see log_file. A rewrite still marks
 ``?`` every session such an older writer wrote to the old file meanwhile.)
+
+A record that cannot be written (a full disk) after its log was changed leaves the
+``?`` as the last word on that session, which ``list()`` repairs like a dead
+writer's; a line cut short by the disk damages the index, which is rebuilt.
 """
 
 from __future__ import annotations
@@ -66,7 +70,11 @@ class SessionIndex:
         while True:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, line)
+                # A short write (a full disk) would leave half a line for the next
+                # one to run into: the rest is written, or the error raised.
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
                 if locking.fcntl is not None:
                     return  # the caller holds the index shared: no rewrite is under way
                 written_to = os.fstat(fd).st_ino
@@ -124,10 +132,16 @@ class SessionIndex:
                 tmp = self.path.with_name(f".index.{os.getpid()}.tmp")
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
                 try:
-                    os.write(fd, data)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, self.path)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                    finally:
+                        os.close(fd)
+                    os.replace(tmp, self.path)
+                except BaseException:
+                    tmp.unlink(missing_ok=True)  # a full disk: the old index stays in use
+                    raise
                 if old is not None:
                     late = _read_from(old, len(seen))
                     if late:

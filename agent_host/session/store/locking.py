@@ -5,17 +5,23 @@ On POSIX a lock is ``flock`` on a lock file: 7 µs to take and release here, whe
 as the fdatasync an append exists to pay for. The kernel drops a
 flock when its holder dies, so a crashed writer never leaves a session locked.
 Elsewhere (Windows) :class:`filelock.FileLock` does the job.
+
+A reader of a store it cannot write (a read-only mount, another user's folder)
+takes the lock on the lock file opened read-only, which flock allows, or reads
+without it when even that file cannot be opened; it then must not repair anything.
+A lock file that cannot be opened for a write raises :class:`StoreUnavailable`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import StoreBusy
+from ..errors import StoreBusy, store_unavailable
 from .pacing import WouldBlock
 
 try:
@@ -24,13 +30,24 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 TIMEOUT = 30.0
+CANNOT_WRITE = frozenset(
+    (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOSPC)
+    + ((errno.EDQUOT,) if hasattr(errno, "EDQUOT") else ())
+)
+"""Why a lock file a reader needs may not be creatable or writable: the reader
+then falls back to opening it read-only (ENOENT: no ``locks/`` folder, which a
+read does not create)."""
 
 
 @contextmanager
-def hold(path: str, timeout: float = TIMEOUT, wait: bool = True) -> Iterator[None]:
+def hold(
+    path: str, timeout: float = TIMEOUT, wait: bool = True, reader: bool = False
+) -> Iterator[bool]:
     """Hold the exclusive lock on ``path`` (created 0600); StoreBusy after ``timeout``.
 
     With ``wait=False`` a lock held elsewhere raises :class:`WouldBlock` at once.
+    Yields whether the lock is held: only a ``reader`` may go without, when the
+    lock file cannot be opened at all (see the module's doc).
     """
     if fcntl is None:  # pragma: no cover - Windows
         if not wait:
@@ -39,19 +56,44 @@ def hold(path: str, timeout: float = TIMEOUT, wait: bool = True) -> Iterator[Non
 
         try:
             with FileLock(path, timeout=timeout, mode=0o600):
-                yield
+                yield True
         except Timeout:
             raise _busy(path, timeout) from None
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _open_for_reader(path) if reader else open_lock_file(path)
+    if fd is None:
+        yield False
+        return
     try:
         _acquire(fd, path, timeout, wait)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def open_lock_file(path: str) -> int:
+    """The lock file at ``path``, opened to write (created 0600 if absent)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise store_unavailable(path, "lock", exc) from exc
+
+
+def _open_for_reader(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno not in CANNOT_WRITE:
+            raise store_unavailable(path, "lock", exc) from exc
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in CANNOT_WRITE:
+            raise store_unavailable(path, "lock", exc) from exc
+        return None
 
 
 def _acquire(fd: int, path: str, timeout: float, wait: bool, mode: int | None = None) -> None:
@@ -97,7 +139,7 @@ class SharedHold:
         try:
             if self._users == 0 and fcntl is not None:
                 if self._fd is None:
-                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                    self._fd = open_lock_file(self._path)
                 _acquire(self._fd, self._path, timeout, wait, fcntl.LOCK_SH)
             self._users += 1
         finally:
@@ -130,7 +172,7 @@ def try_hold(path: str) -> int | None:
     The kernel releases it when the holder exits, crashed or not, so a lease taken
     this way never outlives the process that took it.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_lock_file(path)
     if fcntl is None:  # pragma: no cover - Windows: no cross-process lease
         return fd
     try:

@@ -20,6 +20,7 @@ line, which :mod:`framing` reports as a torn tail.
 
 from __future__ import annotations
 
+import logging
 import os
 from array import array
 
@@ -33,6 +34,8 @@ MAX_SPARE = 1 << 20
 MIN_ROOM = 1024
 MARK = len(b'{"batch":"1","crc":"01234567')
 _FIRST_READ = 4096
+
+log = logging.getLogger(__name__)
 
 
 @attrs.define
@@ -109,7 +112,8 @@ def write_at(fd: int, data: bytes, at: int, allocated: int) -> int:
 
     Data that does not fit in the zeros already there is written with a new
     stretch of zeros after it. On failure (disk full, I/O error) the file is cut
-    back to ``at``, so no part of the write remains.
+    back to ``at`` before the error is raised: a write whose sync failed is still
+    readable from the page cache, and no part of an append that raised may be.
     """
     end = at + len(data)
     if end > allocated:
@@ -126,6 +130,23 @@ def write_at(fd: int, data: bytes, at: int, allocated: int) -> int:
             view, pos = view[written:], pos + written
         os.fdatasync(fd)
     except BaseException:
-        os.ftruncate(fd, at)
+        unwrite(fd, at, len(data))
         raise
     return allocated
+
+
+def unwrite(fd: int, at: int, length: int) -> None:
+    """Take back ``length`` bytes written at ``at``: cut the file there, or failing
+    that write zeros over them (blocks already allocated need no free space)."""
+    try:
+        os.ftruncate(fd, at)
+    except OSError as exc:
+        try:
+            os.pwrite(fd, bytes(length), at)
+        except OSError:
+            log.error("could not take back a failed write to a session log: %s", exc)
+            return
+    try:
+        os.fdatasync(fd)  # so a power cut does not bring back bytes already on disk
+    except OSError as exc:
+        log.warning("could not sync a session log after taking back a write: %s", exc)

@@ -6,16 +6,23 @@ transaction, so writers in several processes queue on SQLite's lock (waiting up 
 makes a duplicate seq impossible even for a buggy writer. ``synchronous=FULL``:
 a commit is on disk before ``append`` returns. The schema is migrated by an
 append-only list of steps whose index is ``PRAGMA user_version``.
+
+What the operating system refuses reaches the caller as :class:`StoreUnavailable`
+naming the database and the reason; a failed transaction is rolled back whole. A
+database this process cannot write (a read-only file or folder) is opened
+read-only if its schema is current: reads work, writes raise StoreUnavailable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence, Set
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +37,8 @@ from ..errors import (
     CorruptLogError,
     SessionNotFound,
     StoreBusy,
+    StoreUnavailable,
+    store_unavailable,
 )
 from .base import (
     SessionInfo,
@@ -43,6 +52,8 @@ from .base import (
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
+# What SQLite says (extended codes start so) when the OS refused it: not our bug.
+_REFUSED = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")
 
 # Append only: a released step is never edited; its index + 1 is the schema version.
 MIGRATIONS = [
@@ -91,24 +102,74 @@ MIGRATIONS = [
 class SqliteCheckpointer:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser().absolute()
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._mutex = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        self.path.chmod(0o600)
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = FULL")
-        self.setup()
+        self._read_only: tuple[str, int] | None = None
+        """Why this process cannot write the database (the OS's reason and errno)."""
+        try:
+            self._conn = self._open_to_write()
+        except (OSError, sqlite3.OperationalError, StoreUnavailable) as exc:
+            # Only a database the OS will not let us write is opened read-only: a
+            # full disk at start-up must not leave the store read-only for good.
+            self._read_only = _why_read_only(self.path)
+            if self._read_only is None:
+                if isinstance(exc, StoreUnavailable) or not _refused(exc):
+                    raise
+                raise _unavailable(self.path, "open", exc) from exc
+            self._conn = self._open_to_read()
         self.blobs = SqliteBlobStore(self)
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({str(self.path)!r})"
 
+    def _open_to_write(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        conn = _connect(str(self.path))
+        try:
+            mode = os.stat(self.path).st_mode & 0o777
+            if mode & 0o077:  # private to the user (a read-only file stays read-only)
+                with suppress(OSError):  # not ours to change: another user's file
+                    os.chmod(self.path, mode & 0o700)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            self._conn = conn
+            self.setup()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_to_read(self) -> sqlite3.Connection:
+        """The database opened read-only, if its schema needs no migration.
+
+        WAL needs the ``-shm`` file beside the database: in a folder this process
+        cannot write, with no other process having the database open, there is none,
+        and the database is read as immutable (no locks), as it then is. A ``-wal``
+        file there holds commits an immutable read would miss: that raises.
+        """
+        uri = self.path.as_uri()
+        conn = _connect(f"{uri}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            wal = Path(f"{self.path}-wal")
+            if not _refused(exc) or (wal.exists() and wal.stat().st_size):
+                raise _unavailable(self.path, "read", exc) from exc
+            conn = _connect(f"{uri}?immutable=1", uri=True)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < len(MIGRATIONS):
+            conn.close()
+            reason, code = self._read_only or ("read-only", None)
+            raise StoreUnavailable(
+                f"cannot migrate {self.path}: {reason}; its schema (version {version}) "
+                f"must become version {len(MIGRATIONS)} before this version can read it",
+                code,
+            )
+        return conn
+
     def setup(self) -> None:
         """Bring the schema up to date; safe to race from several processes."""
-        with self._transaction() as db:
+        with self._transaction("migrate") as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             for number, step in enumerate(MIGRATIONS[version:], version + 1):
                 for statement in filter(str.strip, step.split(";")):
@@ -116,26 +177,37 @@ class SqliteCheckpointer:
                 db.execute(f"PRAGMA user_version = {number}")
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, action: str = "write to") -> Iterator[sqlite3.Connection]:
+        if self._read_only is not None:
+            reason, code = self._read_only
+            raise StoreUnavailable(f"cannot {action} {self.path}: {reason}", code)
         with self._mutex:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise _busy(self.path, exc) from None
+                raise _busy(self.path, action, exc) from None
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite rolls back by itself on some errors (a full disk, I/O).
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise _busy(self.path, action, exc) from None
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
-                raise _busy(self.path, exc) from None
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise _busy(self.path, action, exc) from None
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._mutex:
-            return self._conn.execute(sql, args).fetchall()
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise _busy(self.path, "read", exc) from None
 
     # -- async API
 
@@ -194,7 +266,10 @@ class SqliteCheckpointer:
         check_session_id(session_id)
         # A lock file beside the database: SQLite has no lock a crash releases by itself.
         folder = self.path.with_name(self.path.name + ".locks")
-        folder.mkdir(mode=0o700, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise store_unavailable(folder, "create", exc) from exc
         return file_lease(str(folder / f"{session_id}.turn"), session_id)
 
     async def close(self) -> None:
@@ -223,7 +298,7 @@ class SqliteCheckpointer:
 
     def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:
         ts = time.time()
-        with self._transaction() as db:
+        with self._transaction("append to") as db:
             summary = self._summary(db, session_id)
             head = summary.head
             if expected_head is not None and expected_head != head:
@@ -248,14 +323,14 @@ class SqliteCheckpointer:
         return [_decode(self.path, data) for (data,) in rows]
 
     def _delete(self, session_id: str) -> None:
-        with self._transaction() as db:
+        with self._transaction("delete from") as db:
             if db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
                 raise SessionNotFound(session_id)
             db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM truncations WHERE session_id = ?", (session_id,))
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
-        with self._transaction() as db:
+        with self._transaction("truncate in") as db:
             summary = self._summary(db, session_id)
             head = summary.head
             if head == 0:
@@ -336,13 +411,55 @@ def _decode(path: Path, data: bytes) -> ev.Event:
         raise CorruptLogError(f"{path}: an event could not be read: {exc}") from exc
 
 
-def _busy(path: Path, exc: sqlite3.OperationalError) -> Exception:
+def _busy(path: Path, action: str, exc: sqlite3.OperationalError) -> Exception:
     if "locked" in str(exc) or "busy" in str(exc):
         return StoreBusy(
             f"{path} stayed locked for {BUSY_TIMEOUT_MS // 1000}s; "
             "another process is holding a write transaction"
         )
+    if _refused(exc):
+        return _unavailable(path, action, exc)
     return exc
+
+
+def _connect(database: str, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        database,
+        uri=uri,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether the OS refused SQLite (or us) a read or write: a full disk, no permission."""
+    if isinstance(exc, (OSError, StoreUnavailable)):
+        return True
+    return (getattr(exc, "sqlite_errorname", None) or "").startswith(_REFUSED)
+
+
+def _unavailable(path: Path, action: str, exc: Exception) -> StoreUnavailable:
+    if isinstance(exc, OSError):
+        return store_unavailable(exc.filename or path, action, exc)
+    code = errno.ENOSPC if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" else None
+    return StoreUnavailable(f"cannot {action} {path}: {exc}", code)
+
+
+def _why_read_only(path: Path) -> tuple[str, int] | None:
+    """What the OS would say to a write of the database at ``path`` or in its folder
+    (its reason and errno); None if it exists and may be written, or does not exist."""
+    if not os.path.isfile(path):
+        return None
+    if hasattr(os, "statvfs") and os.statvfs(path).f_flag & os.ST_RDONLY:
+        code = errno.EROFS
+    elif not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        code = errno.EACCES
+    else:
+        return None
+    return os.strerror(code), code
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
