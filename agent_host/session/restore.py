@@ -90,8 +90,8 @@ async def restore_to(
     await _check_snapshots(state.store.blobs, changes, "restore")
     hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
     record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
-    await state.append([record, *changes])
-    kept = await _apply(state, workspace, record_seq(state, changes), changes)
+    head = await state.append([record, *changes])
+    kept = await _apply(state, workspace, head - len(changes), changes)
     return RestoreResult(_written(changes, kept), hidden, kept)
 
 
@@ -109,9 +109,9 @@ async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoRe
     changes, kept = await _jumps_back(workspace, state.store.blobs, made, _kept_by(state, restore))
     await _check_snapshots(state.store.blobs, changes, "undo the restore of")
     stayed = _index_from_end(state.timeline, restore)  # visible before and after it
-    await state.append([ev.RestoreUndone(restore_seq=restore.seq), *changes])
+    head = await state.append([ev.RestoreUndone(restore_seq=restore.seq), *changes])
     back = len(state.timeline) - 1 - len(changes) - stayed
-    kept += await _apply(state, workspace, record_seq(state, changes), changes)
+    kept += await _apply(state, workspace, head - len(changes), changes)
     return UndoResult(_written(changes, kept), back, kept)
 
 
@@ -132,11 +132,6 @@ async def finish_pending(state: SessionState, workspace: Workspace) -> list[str]
         await workspace.discard_partial_writes(jump.path)
     log.info("session %s: finishing the restore recorded at seq %d", state.id, intent.seq)
     return await _apply(state, workspace, intent.seq, jumps)
-
-
-def record_seq(state: SessionState, changes: Sequence[ev.FileSnapshot]) -> int:
-    """The seq of the intent just appended: before its jumps at the log's end."""
-    return state.head - len(changes)
 
 
 async def _apply(
@@ -266,10 +261,10 @@ async def _undo_cut_restore(
     back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
     await state.truncate(restore.seq - 1)
     # The conversation comes back as it was: history, not news for listeners.
-    await state.append(
+    head = await state.append(
         [*back, ev.RestoreUndone(restore_seq=restore.seq), *changes], untold=len(back)
     )
-    kept += await _apply(state, workspace, record_seq(state, changes), changes)
+    kept += await _apply(state, workspace, head - len(changes), changes)
     return UndoResult(_written(changes, kept), len(back), kept)
 
 
