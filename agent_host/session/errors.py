@@ -123,5 +123,10 @@ class ToolError(AgentHostError):
     """A tool could not do what was asked; the message goes back to the model."""
 
 
+class PathChanged(ToolError):
+    """A path changed (a folder swapped for a symlink) while it was being used:
+    nothing was done through it, and trying again re-checks it."""
+
+
 class PermissionDenied(AgentHostError):
     """The user (or the approval policy) refused a tool call."""

@@ -35,6 +35,7 @@ from .checkpoints import (
 from .errors import (
     BlobCorrupt,
     BlobNotFound,
+    PathChanged,
     PathOutsideWorkspace,
     SnapshotUnavailable,
     ToolError,
@@ -152,6 +153,8 @@ async def _apply(
         try:
             current = await workspace.read_disk(jump.path)
             buffer = await workspace.buffer_text(jump.path)
+        except PathChanged:
+            raise  # a moment's race: the intent stays, and is finished on the next try
         except (ToolError, PathOutsideWorkspace) as exc:  # now a folder, a pipe, a link out
             log.warning("restore keeps %s: %s", jump.path, exc)
             kept.append(jump.path)

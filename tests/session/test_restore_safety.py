@@ -4,6 +4,7 @@ interrupted, and never write over what someone else changed meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from agent_host.session import events as ev
 from agent_host.session.errors import (
     CheckpointNotFound,
+    PathOutsideWorkspace,
     SnapshotUnavailable,
+    ToolError,
     TurnInProgress,
     UndoUnavailable,
 )
@@ -21,6 +24,7 @@ from agent_host.session.workspace import DiskWorkspace
 
 from ..conftest import make_backend
 from .test_host import THREE_TURNS, files, run_three_turns, script
+from .test_workspace_race import _FLIPPER, _contents, _exchange_supported
 
 DURABLE = ["file", "sqlite"]
 
@@ -284,3 +288,60 @@ async def test_delete_waits_for_a_turn_in_another_process(tmp_path, ws, name):
         if proc.returncode is None:
             proc.kill()
         await host.close()
+
+
+@pytest.mark.slow
+async def test_a_folder_flipped_to_a_symlink_during_restores_never_lets_one_write_outside(
+    tmp_path,
+):
+    if not _exchange_supported(tmp_path):
+        pytest.skip("needs renameat2(RENAME_EXCHANGE) to swap a folder and a symlink")
+    ws = (tmp_path / "ws").resolve()
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub.swap").symlink_to("../outside")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    names = [f"f{i}.txt" for i in range(10)]
+    for name in names:
+        (outside / name).write_bytes(b"OUTSIDE")
+        (ws / "sub" / name).write_text("original\n")
+    steps = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": f"sub/{n}", "content": "agent\n"}}
+                for n in names
+            ]
+        },
+        {"text": "done"},
+    ]
+    host = AgentHost(
+        store=tmp_path / "store", model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    first = await host.send("write ten")
+    outside_before = _contents(outside)
+    flipper = subprocess.Popen([sys.executable, "-c", _FLIPPER, str(ws)])
+    refused = 0
+    try:
+        for _ in range(40):
+            try:
+                try:
+                    await host.undo_restore()
+                except Exception as exc:  # noqa: BLE001 - NothingToUndo: restore instead
+                    if type(exc).__name__ != "NothingToUndo":
+                        raise
+                    await host.restore(host.session_id, first.checkpoint)
+            except (OSError, ToolError, PathOutsideWorkspace, CheckpointNotFound):
+                refused += 1  # cut off by the flip: the next call finishes it first
+    finally:
+        (ws / "stop").touch()
+        flipper.wait(timeout=30)
+        (ws / "stop").unlink()
+    assert refused > 0, "the flip never hit a restore: the test tested nothing"
+    assert _contents(outside) == outside_before
+    assert not list(outside.iterdir()) or sorted(p.name for p in outside.iterdir()) == names
+    await host.resume(host.session_id)  # finishes whatever the last flip cut off
+    events = await host.store.read(host.session_id)
+    assert type(events[-1]) is not ev.FileSnapshot  # no intent left unfinished
+    for name in names:
+        assert (ws / "sub" / name).read_text() in ("original\n", "agent\n")
+    await host.close()

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from ..errors import PathOutsideWorkspace, ToolError
+from ..errors import PathChanged, PathOutsideWorkspace, ToolError
 
 # Every ``dir_fd`` call this module makes (and the lstat it does with one); Linux has
 # them all. Checked when used, not at import, so the package imports where they lack.
@@ -44,7 +44,7 @@ def split_under(roots: Sequence[Path], real: Path) -> tuple[Path, tuple[str, ...
     return root, parts[:-1], parts[-1]
 
 
-def changed(shown: str, part: str, done: str) -> ToolError:
+def changed(shown: str, part: str, done: str) -> PathChanged:
     """The error for a path component that turned into a symlink mid-operation, or
     was replaced (a folder flipping between a link and back is seen either way).
 
@@ -52,7 +52,7 @@ def changed(shown: str, part: str, done: str) -> ToolError:
     points (it may well stay inside), only that the path is no longer the one that
     was checked; trying again re-checks it.
     """
-    return ToolError(
+    return PathChanged(
         f"{shown} changed while being {done}: {part!r} was replaced, by a symlink or "
         "otherwise, after the path was checked; a symlink is not followed then, so "
         "nothing was done through it. Try again."

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from ..errors import PathOutsideWorkspace, ToolError
+from ..errors import PathChanged, PathOutsideWorkspace, ToolError
 from .base import CommandResult
 from .dirfd import (
     fsync_folder,
@@ -53,7 +53,7 @@ class DiskWorkspace:
             # swapped away in between raises EINVAL (now a folder) or ENOENT (gone).
             if e.errno not in (errno.EINVAL, errno.ENOENT):
                 raise
-            raise ToolError(
+            raise PathChanged(
                 f"{path} changed while being resolved: {e.filename} was a symlink and "
                 "then was not. Try again."
             ) from None
