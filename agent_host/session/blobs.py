@@ -22,7 +22,7 @@ from typing import Protocol
 import attrs
 
 from .durable import write_atomically
-from .errors import BlobCorrupt, BlobNotFound
+from .errors import BlobCorrupt, BlobNotFound, store_unavailable
 
 _BLOB_ID = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".tmp-"
@@ -101,7 +101,10 @@ class FileBlobStore:
         return self.root / blob[:2] / blob[2:]
 
     async def put(self, data: bytes) -> str:
-        return await asyncio.to_thread(self._put, bytes(data))
+        try:
+            return await asyncio.to_thread(self._put, bytes(data))
+        except OSError as exc:  # a full or read-only disk: typed, with where and why
+            raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
 
     def _put(self, data: bytes) -> str:
         blob = blob_id(data)
@@ -122,13 +125,18 @@ class FileBlobStore:
             data = await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError:
             raise BlobNotFound(f"blob {blob} is not in the blob store") from None
+        except OSError as exc:
+            raise store_unavailable(path, "read the snapshot", exc) from exc
         return verified(blob, data, self.root)
 
     async def exists(self, blob: str) -> bool:
         return await asyncio.to_thread(self._path(blob).exists)
 
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+        try:
+            return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+        except OSError as exc:
+            raise store_unavailable(exc.filename or self.root, "collect blobs in", exc) from exc
 
     def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         removed = kept = freed = 0

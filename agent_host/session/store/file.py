@@ -407,7 +407,9 @@ class FileCheckpointer:
             kept, removed = everything[:seq], everything[seq:]
             stash_path = self._stash_path(session_id)
             stash = file_stash.read_stash(stash_path)
-            truncation = Truncation(len(stash) + 1, seq, time.time(), removed)
+            # Not len + 1: a bad record moved aside would make that repeat an id.
+            number = max((t.id for t in stash), default=0) + 1
+            truncation = Truncation(number, seq, time.time(), removed)
             with self._index.writing():
                 self._index.pending(session_id)
                 stash_size = _size(stash_path)
@@ -536,7 +538,13 @@ class FileCheckpointer:
                 data = Path(entry.path).read_bytes().rstrip(b"\0")  # see log_file
             except FileNotFoundError:
                 continue
-            found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
+            try:
+                found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
+            except CorruptLogError as exc:
+                # One damaged log must not hide every other session from list();
+                # reading that session still raises, naming the file.
+                log.warning("the index leaves out a damaged log: %s", exc)
+                continue
             if found.records:
                 info = summarize(found.records).info(entry.name[: -len(".jsonl")])
                 lines.append(file_index.info_line(info))

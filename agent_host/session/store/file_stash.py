@@ -36,7 +36,10 @@ def read_stash(path: Path) -> list[Truncation]:
         return []
     payloads, whole, bad = framing.sift(data)
     if bad:
-        _move_aside(path, whole, bad)
+        try:
+            _move_aside(path, whole, bad)
+        except OSError as exc:  # a read-only or full store: read it as it is
+            log.warning("%s: bad truncation records left in place: %s", path, exc)
     try:
         objects = orjson.loads(b"[" + b",".join(payloads) + b"]")
     except orjson.JSONDecodeError as exc:  # checksummed, so written that way: keep it

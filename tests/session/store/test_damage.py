@@ -194,3 +194,39 @@ async def test_a_bad_stash_record_is_moved_aside_and_the_others_kept(tmp_path, c
     assert [t.seq for t in await truncations_fresh(root)] == [t.seq for t in found]
     assert len(list((root / "torn").iterdir())) == 1
     assert texts(await read_fresh(root)) == ["e1", "e2", "e3"]
+
+
+async def test_a_truncation_after_a_record_was_moved_aside_gets_a_new_id(tmp_path):
+    root = tmp_path / "store"
+    stash, lines = await stash_of_three(root)
+    stash.write_bytes(flip_inside(lines[0]) + b"".join(lines[1:]))  # ids 2 and 3 remain
+    store = FileCheckpointer(root)
+    try:
+        assert [t.id for t in await store.truncations(SESSION)] == [2, 3]
+        cut = await store.truncate(SESSION, 1)
+        assert cut.id == 4
+        assert [t.id for t in await store.truncations(SESSION)] == [2, 3, 4]
+    finally:
+        await store.close()
+
+
+async def test_one_damaged_log_does_not_hide_the_other_sessions_from_list(tmp_path, caplog):
+    root = tmp_path / "store"
+    log, start = await build(root, [AssistantMessage(text="x")])
+    store = FileCheckpointer(root)
+    await store.append("healthy", [UserPrompt(text="still here")])
+    await store.close()
+    data = bytearray(log.read_bytes())
+    data[start + 20] ^= 0x01
+    log.write_bytes(bytes(data))
+    (root / "index.jsonl").unlink()  # list() rebuilds the index from the logs
+    store = FileCheckpointer(root)
+    try:
+        with caplog.at_level(logging.WARNING):
+            listed = await store.list()
+        assert [i.id for i in listed] == ["healthy"]
+        assert str(log) in caplog.text
+        with pytest.raises(CorruptLogError, match=str(log)):
+            await store.read(SESSION)
+    finally:
+        await store.close()
