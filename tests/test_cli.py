@@ -210,6 +210,7 @@ def test_restore_files_only_and_conversation_only(project, store, script):
         "restoredFiles": ["greet.py"],
         "removedEvents": 0,
         "unrevertedBuffers": [],
+        "keptFiles": [],
     }
     assert (project / "greet.py").read_text() == ORIGINAL
 

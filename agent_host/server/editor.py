@@ -40,7 +40,7 @@ import logging
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +167,9 @@ class EditorWorkspace:
         for doc in docs:
             self._stale[doc.uri] = doc.version
         self._report(shown, "the file was deleted; its open buffer was left as it was")
+
+    def batch_writes(self) -> AbstractAsyncContextManager[None]:
+        return self.disk.batch_writes()
 
     async def discard_partial_writes(self, path: str) -> None:
         await self.disk.discard_partial_writes(path)

@@ -53,17 +53,34 @@ def verified(blob: str, data: bytes, where: object) -> bytes:
     return data
 
 
-async def damaged_or_missing(store: BlobStore, blobs: Iterable[str]) -> dict[str, str]:
-    """Of ``blobs``, those that cannot be read back whole: id -> "missing" | "damaged"."""
+async def read_checked(
+    store: BlobStore, blobs: Iterable[str], keep_bytes: int
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Read each of ``blobs`` whole, a few at a time: the bytes of those read (as
+    long as their total stays within ``keep_bytes``; the rest are read again when
+    needed), and those that could not be: id -> "missing" | "damaged"."""
+    gate = asyncio.Semaphore(8)  # reads on threads
+    kept: dict[str, bytes] = {}
     bad: dict[str, str] = {}
-    for blob in dict.fromkeys(blobs):
-        try:
-            await store.get(blob)
-        except BlobNotFound:
-            bad[blob] = "missing"
-        except BlobCorrupt:
-            bad[blob] = "damaged"
-    return bad
+    room = keep_bytes
+
+    async def read(blob: str) -> None:
+        nonlocal room
+        async with gate:
+            try:
+                data = await store.get(blob)
+            except BlobNotFound:
+                bad[blob] = "missing"
+                return
+            except BlobCorrupt:
+                bad[blob] = "damaged"
+                return
+        if len(data) <= room:
+            room -= len(data)
+            kept[blob] = data
+
+    await asyncio.gather(*(read(blob) for blob in dict.fromkeys(blobs)))
+    return kept, bad
 
 
 @attrs.define

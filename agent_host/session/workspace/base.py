@@ -9,6 +9,7 @@ and async for that reason.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -63,6 +64,11 @@ class Workspace(Protocol):
     async def delete(self, path: str, *, buffer: str | None = None) -> None:
         """Remove the file; a file that does not exist is fine. ``buffer``: as for
         :meth:`write_bytes` (an unsaved buffer of a file that was not on disk)."""
+        ...
+
+    def batch_writes(self) -> AbstractAsyncContextManager[None]:
+        """A block whose writes and deletes are durable once it exits (not each as
+        it returns): the folders they changed are synced once, at the end."""
         ...
 
     async def discard_partial_writes(self, path: str) -> None:

@@ -147,13 +147,16 @@ def open_file_at(fd: int, name: str, shown: str, done: str) -> int:
         raise
 
 
-def write_atomically_at(fd: int, name: str, data: bytes, *, exact_mode: int | None) -> None:
+def write_atomically_at(
+    fd: int, name: str, data: bytes, *, exact_mode: int | None, sync_folder: bool = True
+) -> None:
     """:func:`~agent_host.session.durable.write_atomically`, inside folder ``fd``: a new
     file gets 0o666 less the umask, a replaced one ``exact_mode`` (its old mode).
 
     The temp file is named as there (``.<name>.<12 hex>.tmp``) so sweeps know the
     strays a crash leaves, and is removed on any error. The rename replaces a
-    symlink put at ``name`` meanwhile rather than following it.
+    symlink put at ``name`` meanwhile rather than following it. ``sync_folder=False``
+    leaves the folder's sync (which makes the rename durable) to the caller.
     """
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -170,7 +173,8 @@ def write_atomically_at(fd: int, name: str, data: bytes, *, exact_mode: int | No
         with suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=fd)
         raise
-    fsync_folder(fd)
+    if sync_folder:
+        fsync_folder(fd)
 
 
 def fsync_folder(fd: int) -> None:

@@ -4,12 +4,13 @@ that a symlink swapped in mid-write cannot redirect."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import errno
 import os
 import re
 import stat
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 from ..errors import PathChanged, PathOutsideWorkspace, ToolError
@@ -26,6 +27,13 @@ from .dirfd import (
 from .listing import list_in_roots
 from .paths import relative_in_roots, resolve_in_roots
 from .shell import run_shell
+
+_unsynced: contextvars.ContextVar[set[tuple[Path, tuple[str, ...]]] | None] = (
+    contextvars.ContextVar("agent_host_unsynced_folders", default=None)
+)
+"""Inside :meth:`DiskWorkspace.batch_writes`: the folders whose renames and unlinks
+still need a sync, as (root, folders under it). The tasks and threads a batch
+starts inherit it."""
 
 
 class DiskWorkspace:
@@ -61,9 +69,15 @@ class DiskWorkspace:
     def relative(self, path: Path) -> str:
         return relative_in_roots(self.roots, path)
 
+    # Each operation resolves its path on the worker thread too: realpath's lstats
+    # wait behind other threads' fsyncs (a restore writes files in parallel), and
+    # would hold the event loop meanwhile.
+
     async def read_bytes(self, path: str) -> bytes | None:
-        real = self.resolve(path)
-        return await asyncio.to_thread(_read_file, self.roots, real, path)
+        return await asyncio.to_thread(self._read, path)
+
+    def _read(self, path: str) -> bytes | None:
+        return _read_file(self.roots, self.resolve(path), path)
 
     async def read_disk(self, path: str) -> bytes | None:
         return await self.read_bytes(path)
@@ -73,12 +87,28 @@ class DiskWorkspace:
 
     async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
         # ``buffer`` is for editor buffers; there are none here.
-        real = self.resolve(path)
-        await asyncio.to_thread(_write_atomic, self.roots, real, bytes(data), path)
+        await asyncio.to_thread(self._write, path, bytes(data))
+
+    def _write(self, path: str, data: bytes) -> None:
+        _write_atomic(self.roots, self.resolve(path), data, path)
 
     async def delete(self, path: str, *, buffer: str | None = None) -> None:
-        real = self.resolve(path)
-        await asyncio.to_thread(_delete_file, self.roots, real, path)
+        await asyncio.to_thread(self._delete, path)
+
+    def _delete(self, path: str) -> None:
+        _delete_file(self.roots, self.resolve(path), path)
+
+    @asynccontextmanager
+    async def batch_writes(self) -> AsyncIterator[None]:
+        # The folders changed inside, each synced once at the end (not after every
+        # file, which costs a restore of many files half its time: P4).
+        pending: set[tuple[Path, tuple[str, ...]]] = set()
+        token = _unsynced.set(pending)
+        try:
+            yield
+        finally:
+            _unsynced.reset(token)
+            await asyncio.to_thread(_sync_folders, pending)
 
     async def discard_partial_writes(self, path: str) -> None:
         try:
@@ -137,7 +167,12 @@ def _write_atomic(roots: list[Path], real: Path, data: bytes, shown: str) -> Non
                     raise symlink_error(folder, name, shown, "written")
                 _check_regular(st, shown)
             kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
-            write_atomically_at(folder, name, data, exact_mode=kept_mode)
+            pending = _unsynced.get()
+            write_atomically_at(
+                folder, name, data, exact_mode=kept_mode, sync_folder=pending is None
+            )
+            if pending is not None:
+                pending.add((root, tuple(folders)))
     except NotADirectoryError:
         raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
 
@@ -154,7 +189,11 @@ def _delete_file(roots: list[Path], real: Path, shown: str) -> None:
             # A symlink swapped in for the file is removed itself, its target left alone.
             with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=folder)
-            fsync_folder(folder)
+            pending = _unsynced.get()
+            if pending is None:
+                fsync_folder(folder)
+            else:
+                pending.add((root, tuple(folders)))
     except (FileNotFoundError, NotADirectoryError):
         return  # a folder on the way is missing or is a file: nothing to delete
 
@@ -172,3 +211,11 @@ def _discard_temp_files(roots: list[Path], real: Path, shown: str) -> None:
                         os.unlink(entry, dir_fd=fd)
     except (FileNotFoundError, NotADirectoryError, ToolError):
         return  # no folder (or not the one checked): no strays of ours in it
+
+
+def _sync_folders(folders: set[tuple[Path, tuple[str, ...]]]) -> None:
+    for root, parts in folders:
+        shown = "/".join(parts) or "."
+        with suppress(OSError, ToolError):  # best effort, as fsync_folder is
+            with open_folder(root, parts, shown, "synced") as fd:
+                fsync_folder(fd)
