@@ -399,3 +399,34 @@ async def test_cancelling_the_call_kills_the_process_group(ws, root):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _wait_dead(pid)
+
+
+async def test_a_batch_of_writes_syncs_each_folder_once_at_its_end(tmp_path, monkeypatch):
+    from agent_host.session.workspace import dirfd, disk
+
+    synced: list[int] = []
+    real = dirfd.fsync_folder
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real(fd)
+
+    monkeypatch.setattr(disk, "fsync_folder", counted)
+    monkeypatch.setattr(dirfd, "fsync_folder", counted)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "gone.txt").write_text("x")
+    ws = DiskWorkspace([tmp_path])
+    await ws.write_bytes("alone.txt", b"1")
+    assert len(synced) == 1  # outside a batch: each write syncs its folder
+    synced.clear()
+    async with ws.batch_writes():
+        await asyncio.gather(
+            *(ws.write_bytes(f"a/f{i}.txt", b"x") for i in range(5)),
+            ws.write_bytes("b.txt", b"y"),
+            ws.delete("a/gone.txt"),
+        )
+        assert synced == []
+    assert sorted(synced) == sorted({(tmp_path / "a").stat().st_ino, tmp_path.stat().st_ino})
+    assert (tmp_path / "a" / "f4.txt").read_bytes() == b"x" and not (
+        tmp_path / "a/gone.txt"
+    ).exists()
