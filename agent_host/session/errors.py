@@ -45,10 +45,10 @@ class CheckpointNotFound(AgentHostError, LookupError):
 
 
 class CorruptLogError(AgentHostError):
-    """A session log is damaged somewhere other than its tail.
+    """A session log is damaged: a record that was written whole no longer reads.
 
-    A torn tail (a crash mid-write) is repaired silently; damage before the last
-    whole event is never cut away, because that would lose acknowledged events.
+    A torn tail (an append a crash cut short, its commit line missing) is repaired
+    silently; anything else is never cut away, because it was acknowledged.
     """
 
 

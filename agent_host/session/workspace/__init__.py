@@ -8,6 +8,8 @@ an editor, where an ``EditorWorkspace`` sends writes through LSP
 - :mod:`.base`: the :class:`Workspace` protocol and :class:`CommandResult`.
 - :mod:`.paths`: confining paths to the roots, symlinks followed, and display paths.
 - :mod:`.disk`: :class:`DiskWorkspace` and its atomic file operations.
+- :mod:`.dirfd`: opening a path under a root one folder at a time, never through
+  a symlink, so a folder swapped for one mid-write cannot redirect the write.
 - :mod:`.listing`: the .gitignore-aware file walk and glob matching.
 - :mod:`.shell`: running commands in their own process group.
 """
