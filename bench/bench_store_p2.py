@@ -10,6 +10,7 @@ from bench_store_common import Contender, Row, SQLiteSession, round_robin, turn_
 
 from agent_host.session import open_store
 from agent_host.session.conversation import to_messages
+from agent_host.session.timeline import timeline
 
 TURNS = 1000
 
@@ -46,7 +47,8 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
         await held.pop("store").close()  # type: ignore[attr-defined]
 
     async def load(it: int) -> None:
-        held["out"] = to_messages(await held["store"].read(sid))  # type: ignore[attr-defined]
+        # The engine folds the timeline (restores hide events) before the messages.
+        held["out"] = to_messages(timeline(await held["store"].read(sid)))  # type: ignore[attr-defined]
 
     async def read_only(it: int) -> None:
         held["out"] = await held["store"].read(sid)  # type: ignore[attr-defined]
@@ -54,12 +56,12 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
     def open_and_load(url: str) -> Callable[[int], Awaitable[None]]:
         async def run(it: int) -> None:
             held["store"] = open_store(url)
-            held["out"] = to_messages(await held["store"].read(sid))  # type: ignore[attr-defined]
+            held["out"] = to_messages(timeline(await held["store"].read(sid)))  # type: ignore[attr-defined]
 
         return run
 
     async def fold_only(it: int) -> None:
-        held["out"] = to_messages(ref_events)
+        held["out"] = to_messages(timeline(ref_events))
 
     async def peer_new(it: int) -> None:
         held["peer"] = SQLiteSession(sid, peer_db)
