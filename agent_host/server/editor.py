@@ -49,7 +49,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from ..session.workspace import BUFFER_ENCODING, BUFFER_ERRORS, CommandResult, DiskWorkspace
+from ..session.workspace import (
+    BUFFER_ENCODING,
+    BUFFER_ERRORS,
+    CommandResult,
+    DiskWorkspace,
+    IfContent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,9 +144,16 @@ class EditorWorkspace:
         docs = self._buffers(self.resolve(path))
         return docs[0].source if docs else None
 
-    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
+    async def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        buffer: str | None = None,
+        expect: IfContent | None = None,
+    ) -> None:
         real = self.resolve(path)
-        await self.disk.write_bytes(path, data)
+        await self.disk.write_bytes(path, data, expect=expect)
         docs = self._buffers(real, stale_too=True)
         if not docs:
             return
@@ -154,9 +167,11 @@ class EditorWorkspace:
                 return
         await self._sync(shown, docs, text, buffer is not None)
 
-    async def delete(self, path: str, *, buffer: str | None = None) -> None:
+    async def delete(
+        self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
+    ) -> None:
         real = self.resolve(path)
-        await self.disk.delete(path)
+        await self.disk.delete(path, expect=expect)
         docs = self._buffers(real, stale_too=True)
         if not docs:
             return

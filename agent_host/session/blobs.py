@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
@@ -53,33 +53,23 @@ def verified(blob: str, data: bytes, where: object) -> bytes:
     return data
 
 
-async def read_checked(
-    store: BlobStore, blobs: Iterable[str], keep_bytes: int
+def check_all(
+    read: Callable[[str], bytes | None], blobs: Iterable[str], keep_bytes: int
 ) -> tuple[dict[str, bytes], dict[str, str]]:
-    """Read each of ``blobs`` whole, a few at a time: the bytes of those read (as
-    long as their total stays within ``keep_bytes``; the rest are read again when
-    needed), and those that could not be: id -> "missing" | "damaged"."""
-    gate = asyncio.Semaphore(8)  # reads on threads
+    """:meth:`BlobStore.read_checked` over ``read`` (a blob's stored bytes, None if
+    absent), for the stores that read on one thread."""
     kept: dict[str, bytes] = {}
     bad: dict[str, str] = {}
     room = keep_bytes
-
-    async def read(blob: str) -> None:
-        nonlocal room
-        async with gate:
-            try:
-                data = await store.get(blob)
-            except BlobNotFound:
-                bad[blob] = "missing"
-                return
-            except BlobCorrupt:
-                bad[blob] = "damaged"
-                return
-        if len(data) <= room:
+    for blob in dict.fromkeys(blobs):
+        data = read(check_blob_id(blob))
+        if data is None:
+            bad[blob] = "missing"
+        elif blob_id(data) != blob:
+            bad[blob] = "damaged"
+        elif len(data) <= room:
             room -= len(data)
             kept[blob] = data
-
-    await asyncio.gather(*(read(blob) for blob in dict.fromkeys(blobs)))
     return kept, bad
 
 
@@ -98,6 +88,19 @@ class BlobStore(Protocol):
     async def get(self, blob: str) -> bytes:
         """The bytes of ``blob``: BlobNotFound if it is not stored, BlobCorrupt if
         they no longer hash to ``blob``."""
+        ...
+
+    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+        """:meth:`put` for each of ``datas`` in one go (one thread hop, one
+        transaction): a restore stores the current content of every file it changes."""
+        ...
+
+    async def read_checked(
+        self, blobs: Iterable[str], keep_bytes: int
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Read each of ``blobs`` back whole: the bytes of those read (as long as
+        their total stays within ``keep_bytes``; the rest must be read again when
+        needed), and those that cannot be: id -> "missing" | "damaged"."""
         ...
 
     async def exists(self, blob: str) -> bool: ...
@@ -122,6 +125,26 @@ class FileBlobStore:
             return await asyncio.to_thread(self._put, bytes(data))
         except OSError as exc:  # a full or read-only disk: typed, with where and why
             raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
+
+    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+        try:
+            return await asyncio.to_thread(lambda: [self._put(bytes(d)) for d in datas])
+        except OSError as exc:
+            raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
+
+    async def read_checked(
+        self, blobs: Iterable[str], keep_bytes: int
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        try:
+            return await asyncio.to_thread(check_all, self._stored, blobs, keep_bytes)
+        except OSError as exc:
+            raise store_unavailable(exc.filename or self.root, "read snapshots in", exc) from exc
+
+    def _stored(self, blob: str) -> bytes | None:
+        try:
+            return self._path(blob).read_bytes()
+        except FileNotFoundError:
+            return None
 
     def _put(self, data: bytes) -> str:
         blob = blob_id(data)
@@ -197,6 +220,18 @@ class MemoryBlobStore:
 
     async def exists(self, blob: str) -> bool:
         return check_blob_id(blob) in self._blobs
+
+    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+        return [await self.put(data) for data in datas]
+
+    async def read_checked(
+        self, blobs: Iterable[str], keep_bytes: int
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        def stored(blob: str) -> bytes | None:
+            found = self._blobs.get(blob)
+            return None if found is None else found[0]
+
+        return check_all(stored, blobs, keep_bytes)
 
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         cutoff = time.time() - grace_seconds

@@ -123,6 +123,16 @@ class ToolError(AgentHostError):
     """A tool could not do what was asked; the message goes back to the model."""
 
 
+class FileChanged(AgentHostError):
+    """A conditional write found the file other than it expected: nothing was
+    written. ``found`` is the blob id of what is there (None: no file)."""
+
+    def __init__(self, path: str, found: str | None) -> None:
+        super().__init__(f"{path} changed: its content is not what the write expected")
+        self.path = path
+        self.found = found
+
+
 class PathChanged(ToolError):
     """A path changed (a folder swapped for a symlink) while it was being used:
     nothing was done through it, and trying again re-checks it."""

@@ -26,7 +26,7 @@ from typing import TypeVar
 import attrs
 
 from . import events as ev
-from .blobs import BlobStore, blob_id, read_checked
+from .blobs import BlobStore, blob_id
 from .checkpoints import (
     buffers_to_restore,
     check_checkpoint,
@@ -37,6 +37,7 @@ from .checkpoints import (
 from .errors import (
     BlobCorrupt,
     BlobNotFound,
+    FileChanged,
     PathChanged,
     PathOutsideWorkspace,
     SnapshotUnavailable,
@@ -45,13 +46,15 @@ from .errors import (
     WorkspaceMismatch,
 )
 from .state import SessionState
-from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, Workspace, unsaved_bytes
+from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, IfContent, Workspace, unsaved_bytes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
-PARALLEL = 8
+PARALLEL = 4
 """Files a restore reads or writes at once."""
+BATCH_FILES = 64
+"""Files whose current content a restore holds in memory at once to store it."""
 KEEP_READ_BYTES = 64 << 20
 """Snapshots checked before a restore are kept up to this much to write from,
 instead of being read from the store a second time."""
@@ -83,7 +86,7 @@ async def restore_to(
         _check_files_belong_here(state, workspace)
         buffers = buffers_to_restore(events, seq)
         targets = files_to_restore(events, seq)
-        found = await _each(targets, lambda path: _file_now(workspace, state.store.blobs, path))
+        found = await _files_now(workspace, state.store.blobs, list(targets))
         for (path, target), (current_id, unsaved_id, open_buffer) in zip(
             targets.items(), found, strict=True
         ):
@@ -166,27 +169,26 @@ async def _apply(
     async def apply(jump: ev.FileSnapshot) -> bool:
         """Whether the file is at its target now (False: kept as it is)."""
         try:
-            current = await workspace.read_disk(jump.path)
             buffer = await workspace.buffer_text(jump.path)
+            try:
+                await _write(workspace, blobs, jump, ready, IfContent(jump.before))
+                return True
+            except FileChanged as changed:
+                if changed.found != jump.after:
+                    log.warning("restore keeps %s: changed by something else", jump.path)
+                    return False
+            # Written before a crash; an open buffer may still need its text.
+            if buffer is not None and _buffer_id(buffer) != (jump.buffer_after or jump.after):
+                await _write(workspace, blobs, jump, ready, IfContent(jump.after))
+            return True
         except PathChanged:
             raise  # a moment's race: the intent stays, and is finished on the next try
-        except (ToolError, PathOutsideWorkspace) as exc:  # now a folder, a pipe, a link out
-            log.warning("restore keeps %s: %s", jump.path, exc)
+        except (ToolError, PathOutsideWorkspace, FileChanged) as exc:
+            log.warning("restore keeps %s: %s", jump.path, exc)  # a folder now, a link out
             return False
-        now = None if current is None else blob_id(current)
-        unsaved = unsaved_bytes(buffer, current)
-        if now == jump.after and (
-            buffer is None or (None if unsaved is None else blob_id(unsaved)) == jump.buffer_after
-        ):
-            return True
-        if now != jump.before and now != jump.after:
-            return False
-        try:
-            await _write(workspace, blobs, jump, ready)
         except (BlobNotFound, BlobCorrupt) as exc:  # damaged since it was checked
             log.warning("restore keeps %s: %s", jump.path, exc)
             return False
-        return True
 
     async with workspace.batch_writes():  # durable before RestoreApplied says so
         done = await _each(jumps, apply)
@@ -196,9 +198,14 @@ async def _apply(
 
 
 async def _write(
-    workspace: Workspace, blobs: BlobStore, jump: ev.FileSnapshot, ready: Mapping[str, bytes]
+    workspace: Workspace,
+    blobs: BlobStore,
+    jump: ev.FileSnapshot,
+    ready: Mapping[str, bytes],
+    expect: IfContent,
 ) -> None:
-    """The jump's target on disk, and in an open buffer the unsaved text it had."""
+    """The jump's target on disk, if the disk is as ``expect`` says, and in an open
+    buffer the unsaved text it had."""
 
     async def content(blob: str) -> bytes:
         data = ready.get(blob)
@@ -208,9 +215,14 @@ async def _write(
     if jump.buffer_after is not None:
         text = (await content(jump.buffer_after)).decode(BUFFER_ENCODING, BUFFER_ERRORS)
     if jump.after is None:
-        await workspace.delete(jump.path, buffer=text)
+        await workspace.delete(jump.path, buffer=text, expect=expect)
     else:
-        await workspace.write_bytes(jump.path, await content(jump.after), buffer=text)
+        data = await content(jump.after)
+        await workspace.write_bytes(jump.path, data, buffer=text, expect=expect)
+
+
+def _buffer_id(text: str) -> str:
+    return blob_id(text.encode(BUFFER_ENCODING, BUFFER_ERRORS))
 
 
 async def _check_snapshots(
@@ -219,7 +231,7 @@ async def _check_snapshots(
     """Refuse the whole operation, before anything is recorded, when a snapshot
     it would write is missing or damaged; the snapshots read, to write them from."""
     needed = {b: c.path for c in changes for b in (c.after, c.buffer_after) if b is not None}
-    ready, bad = await read_checked(blobs, needed, KEEP_READ_BYTES)
+    ready, bad = await blobs.read_checked(needed, KEEP_READ_BYTES)
     if bad:
         shown = "; ".join(f"{needed[b]} (blob {b[:12]}, {why})" for b, why in bad.items())
         raise SnapshotUnavailable(
@@ -237,7 +249,7 @@ async def _jumps_back(
     the restore did not write (``skip``) or that changed since it wrote them."""
     jumps: list[ev.FileSnapshot] = []
     kept: list[str] = []
-    found = await _each(made, lambda change: _file_now(workspace, blobs, change.path))
+    found = await _files_now(workspace, blobs, [change.path for change in made])
     for change, (current_id, unsaved_id, _) in zip(made, found, strict=True):
         # As the restore left it: its content, or the unsaved text it gave the
         # buffer, saved since (the user keeping what the restore brought back).
@@ -344,14 +356,23 @@ def _check_files_belong_here(state: SessionState, workspace: Workspace) -> None:
         )
 
 
-async def _file_now(
-    workspace: Workspace, blobs: BlobStore, path: str
-) -> tuple[str | None, str | None, bool]:
-    """``path`` as it is: its blob on disk, an open buffer's unsaved text (a blob,
-    None if it matches the disk), and whether a buffer is open at all."""
-    current = await workspace.read_disk(path)
-    current_id = None if current is None else await blobs.put(current)
-    buffer = await workspace.buffer_text(path)
-    unsaved = unsaved_bytes(buffer, current)
-    unsaved_id = None if unsaved is None else await blobs.put(unsaved)
-    return current_id, unsaved_id, buffer is not None
+async def _files_now(
+    workspace: Workspace, blobs: BlobStore, paths: list[str]
+) -> list[tuple[str | None, str | None, bool]]:
+    """Each path as it is: its blob on disk, an open buffer's unsaved text (a blob,
+    None if it matches the disk), and whether a buffer is open at all. The
+    contents are stored, a batch at a time, so that a restore can put them back."""
+    out: list[tuple[str | None, str | None, bool]] = []
+    for start in range(0, len(paths), BATCH_FILES):
+
+        async def now(path: str) -> tuple[bytes | None, str | None]:
+            return await workspace.read_disk(path), await workspace.buffer_text(path)
+
+        batch = await _each(paths[start : start + BATCH_FILES], now)
+        contents = [(disk, unsaved_bytes(buffer, disk)) for disk, buffer in batch]
+        ids = iter(await blobs.put_many([d for pair in contents for d in pair if d is not None]))
+        for (disk, unsaved), (_, buffer) in zip(contents, batch, strict=True):
+            disk_id = None if disk is None else next(ids)
+            unsaved_id = None if unsaved is None else next(ids)
+            out.append((disk_id, unsaved_id, buffer is not None))
+    return out

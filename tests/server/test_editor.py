@@ -359,13 +359,13 @@ class FakeEditor(DiskWorkspace):
     async def buffer_text(self, path: str) -> str | None:
         return self.buffers.get(self._key(path))
 
-    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
-        await super().write_bytes(path, data)
+    async def write_bytes(self, path: str, data: bytes, *, buffer=None, expect=None) -> None:
+        await super().write_bytes(path, data, expect=expect)
         if self._key(path) in self.buffers:
             self.buffers[self._key(path)] = data.decode() if buffer is None else buffer
 
-    async def delete(self, path: str, *, buffer: str | None = None) -> None:
-        await super().delete(path)
+    async def delete(self, path: str, *, buffer=None, expect=None) -> None:
+        await super().delete(path, expect=expect)
         if self._key(path) in self.buffers and buffer is not None:
             self.buffers[self._key(path)] = buffer
 
@@ -439,8 +439,8 @@ async def test_a_restore_cut_off_between_the_disk_and_the_buffer_is_finished(fak
     first = await host.send("one")
 
     class DiesAfterTheDisk(FakeEditor):
-        async def write_bytes(self, path, data, *, buffer=None):
-            await DiskWorkspace.write_bytes(self, path, data)
+        async def write_bytes(self, path, data, *, buffer=None, expect=None):
+            await DiskWorkspace.write_bytes(self, path, data, expect=expect)
             raise ConnectionError("the editor went away before the buffer edit")
 
     dying = DiesAfterTheDisk(workspace)

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import orjson
 
 from .. import events as ev
-from ..blobs import GcResult, blob_id, check_blob_id, verified
+from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
 from ..errors import (
     BlobNotFound,
     CheckpointConflictError,
@@ -372,13 +372,37 @@ class SqliteBlobStore:
         await _run(self._put, blob, bytes(data))
         return blob
 
-    def _put(self, blob: str, data: bytes) -> None:
+    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+        rows = [(blob_id(d), bytes(d)) for d in datas]
+        await _run(self._put_rows, rows)
+        return [blob for blob, _ in rows]
+
+    async def read_checked(
+        self, blobs: Iterable[str], keep_bytes: int
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(wanted), 500):  # under SQLite's variable limit
+            chunk = wanted[start : start + 500]
+            rows = await _run(
+                self._store._query,
+                f"SELECT id, data FROM blobs WHERE id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update((blob, bytes(data)) for blob, data in rows)
+        return check_all(found.get, wanted, keep_bytes)
+
+    def _put_rows(self, rows: list[tuple[str, bytes]]) -> None:
+        now = time.time()
         with self._store._transaction() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO blobs (id, data, touched_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET touched_at = excluded.touched_at",
-                (blob, data, time.time()),
+                [(blob, data, now) for blob, data in rows],
             )
+
+    def _put(self, blob: str, data: bytes) -> None:
+        self._put_rows([(blob, data)])
 
     async def get(self, blob: str) -> bytes:
         check_blob_id(blob)

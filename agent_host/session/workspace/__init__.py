@@ -14,7 +14,14 @@ an editor, where an ``EditorWorkspace`` sends writes through LSP
 - :mod:`.shell`: running commands in their own process group.
 """
 
-from .base import BUFFER_ENCODING, BUFFER_ERRORS, CommandResult, Workspace, unsaved_bytes
+from .base import (
+    BUFFER_ENCODING,
+    BUFFER_ERRORS,
+    CommandResult,
+    IfContent,
+    Workspace,
+    unsaved_bytes,
+)
 from .disk import DiskWorkspace
 from .listing import compile_glob, list_in_roots, walk_files
 from .paths import relative_in_roots, resolve_in_roots
@@ -25,6 +32,7 @@ __all__ = [
     "BUFFER_ERRORS",
     "CommandResult",
     "DiskWorkspace",
+    "IfContent",
     "Workspace",
     "compile_glob",
     "list_in_roots",

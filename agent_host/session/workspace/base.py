@@ -16,6 +16,14 @@ from typing import Protocol
 import attrs
 
 
+@attrs.frozen
+class IfContent:
+    """The condition of a conditional write: the file's content must be the blob
+    ``blob`` (its sha256; None: the file must not exist), else FileChanged."""
+
+    blob: str | None
+
+
 @attrs.define
 class CommandResult:
     exit_code: int | None
@@ -53,17 +61,30 @@ class Workspace(Protocol):
         """The text of an open editor buffer of the file, None if none is open."""
         ...
 
-    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
+    async def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        buffer: str | None = None,
+        expect: IfContent | None = None,
+    ) -> None:
         """Replace the file's content atomically, creating parent directories.
 
         Open editor buffers of the file are brought to the new content -- or to
-        ``buffer`` when given: the unsaved text a restore puts back.
+        ``buffer`` when given: the unsaved text a restore puts back. With
+        ``expect``, only if the file on disk is as expected (checked as it is
+        replaced), else FileChanged: a restore never writes over what someone
+        else changed since it looked.
         """
         ...
 
-    async def delete(self, path: str, *, buffer: str | None = None) -> None:
-        """Remove the file; a file that does not exist is fine. ``buffer``: as for
-        :meth:`write_bytes` (an unsaved buffer of a file that was not on disk)."""
+    async def delete(
+        self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
+    ) -> None:
+        """Remove the file; a file that does not exist is fine. ``buffer`` and
+        ``expect``: as for :meth:`write_bytes` (``buffer``: an unsaved buffer of a
+        file that was not on disk)."""
         ...
 
     def batch_writes(self) -> AbstractAsyncContextManager[None]:

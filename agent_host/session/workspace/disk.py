@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
-from ..errors import PathChanged, PathOutsideWorkspace, ToolError
-from .base import CommandResult
+from ..blobs import blob_id
+from ..errors import FileChanged, PathChanged, PathOutsideWorkspace, ToolError
+from .base import CommandResult, IfContent
 from .dirfd import (
     fsync_folder,
     lstat_at,
@@ -85,18 +86,27 @@ class DiskWorkspace:
     async def buffer_text(self, path: str) -> str | None:
         return None  # no editor: no buffers
 
-    async def write_bytes(self, path: str, data: bytes, *, buffer: str | None = None) -> None:
+    async def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        buffer: str | None = None,
+        expect: IfContent | None = None,
+    ) -> None:
         # ``buffer`` is for editor buffers; there are none here.
-        await asyncio.to_thread(self._write, path, bytes(data))
+        await asyncio.to_thread(self._write, path, bytes(data), expect)
 
-    def _write(self, path: str, data: bytes) -> None:
-        _write_atomic(self.roots, self.resolve(path), data, path)
+    def _write(self, path: str, data: bytes, expect: IfContent | None = None) -> None:
+        _write_atomic(self.roots, self.resolve(path), data, path, expect)
 
-    async def delete(self, path: str, *, buffer: str | None = None) -> None:
-        await asyncio.to_thread(self._delete, path)
+    async def delete(
+        self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
+    ) -> None:
+        await asyncio.to_thread(self._delete, path, expect)
 
-    def _delete(self, path: str) -> None:
-        _delete_file(self.roots, self.resolve(path), path)
+    def _delete(self, path: str, expect: IfContent | None = None) -> None:
+        _delete_file(self.roots, self.resolve(path), path, expect)
 
     @asynccontextmanager
     async def batch_writes(self) -> AsyncIterator[None]:
@@ -157,7 +167,9 @@ def _read_file(roots: list[Path], real: Path, shown: str) -> bytes | None:
         return f.read()
 
 
-def _write_atomic(roots: list[Path], real: Path, data: bytes, shown: str) -> None:
+def _write_atomic(
+    roots: list[Path], real: Path, data: bytes, shown: str, expect: IfContent | None
+) -> None:
     root, folders, name = split_under(roots, real)
     try:
         with open_folder(root, folders, shown, "written", create=True) as folder:
@@ -166,6 +178,8 @@ def _write_atomic(roots: list[Path], real: Path, data: bytes, shown: str) -> Non
                 if stat.S_ISLNK(st.st_mode):
                     raise symlink_error(folder, name, shown, "written")
                 _check_regular(st, shown)
+            if expect is not None:
+                _check_content(folder, name, st, shown, expect)
             kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
             pending = _unsynced.get()
             write_atomically_at(
@@ -177,11 +191,13 @@ def _write_atomic(roots: list[Path], real: Path, data: bytes, shown: str) -> Non
         raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
 
 
-def _delete_file(roots: list[Path], real: Path, shown: str) -> None:
+def _delete_file(roots: list[Path], real: Path, shown: str, expect: IfContent | None) -> None:
     root, folders, name = split_under(roots, real)
     try:
         with open_folder(root, folders, shown, "deleted") as folder:
             st = lstat_at(folder, name)
+            if expect is not None:
+                _check_content(folder, name, st, shown, expect)
             if st is None:
                 return
             if stat.S_ISDIR(st.st_mode):
@@ -195,7 +211,25 @@ def _delete_file(roots: list[Path], real: Path, shown: str) -> None:
             else:
                 pending.add((root, tuple(folders)))
     except (FileNotFoundError, NotADirectoryError):
+        if expect is not None and expect.blob is not None:
+            raise FileChanged(shown, None) from None
         return  # a folder on the way is missing or is a file: nothing to delete
+
+
+def _check_content(
+    folder: int, name: str, st: os.stat_result | None, shown: str, expect: IfContent
+) -> None:
+    """FileChanged unless ``name`` in ``folder`` (as ``st`` found it) holds ``expect``."""
+    if st is None:
+        found = None
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            raise symlink_error(folder, name, shown, "checked")
+        _check_regular(st, shown)
+        with os.fdopen(open_file_at(folder, name, shown, "checked"), "rb") as f:
+            found = blob_id(f.read())
+    if found != expect.blob:
+        raise FileChanged(shown, found)
 
 
 def _discard_temp_files(roots: list[Path], real: Path, shown: str) -> None:
