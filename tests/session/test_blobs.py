@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from agent_host.session import BlobNotFound, collect_garbage
+from agent_host.session.errors import BlobCorrupt
 from agent_host.session.events import FileSnapshot, UnknownEvent, UserPrompt
 
 
@@ -35,6 +36,29 @@ async def test_missing_and_malformed_blob_ids(store):
     for bad in ("../../etc/passwd", "ABC", "g" * 64):
         with pytest.raises(BlobNotFound, match="not a blob id"):
             await store.blobs.get(bad)
+
+
+async def test_put_many_and_read_checked_report_each_blob(store, backend):
+    datas = [b"one", b"two", b"one", b"x" * 5000]
+    ids = await store.blobs.put_many(datas)
+    assert ids == [hashlib.sha256(d).hexdigest() for d in datas]
+    missing = hashlib.sha256(b"never stored").hexdigest()
+    # Damage one behind the store's back, as a disk or a hand edit would.
+    damaged = ids[1]
+    if backend.name == "file":
+        path = store.blobs._path(damaged)
+        path.write_bytes(b"tw0")
+    elif backend.name == "sqlite":
+        store._conn.execute("UPDATE blobs SET data = x'00' WHERE id = ?", (damaged,))
+    else:
+        store.blobs._blobs[damaged] = (b"tw0", 0.0)
+    with pytest.raises(BlobCorrupt, match=damaged):
+        await store.blobs.get(damaged)
+    kept, bad = await store.blobs.read_checked([*ids, missing], keep_bytes=10)
+    assert bad == {damaged: "damaged", missing: "missing"}
+    assert kept == {ids[0]: b"one"}  # the 5000 bytes did not fit: read again later
+    kept, bad = await store.blobs.read_checked([ids[3]], keep_bytes=1 << 20)
+    assert kept == {ids[3]: b"x" * 5000} and bad == {}
 
 
 async def test_blobs_survive_reopening(store, backend):

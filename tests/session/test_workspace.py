@@ -430,3 +430,30 @@ async def test_a_batch_of_writes_syncs_each_folder_once_at_its_end(tmp_path, mon
     assert (tmp_path / "a" / "f4.txt").read_bytes() == b"x" and not (
         tmp_path / "a/gone.txt"
     ).exists()
+
+
+async def test_a_conditional_write_or_delete_happens_only_over_the_expected_content(tmp_path):
+    from agent_host.session.blobs import blob_id
+    from agent_host.session.errors import FileChanged
+    from agent_host.session.workspace import IfContent
+
+    ws = DiskWorkspace([tmp_path])
+    (tmp_path / "a.txt").write_bytes(b"mine")
+    with pytest.raises(FileChanged) as changed:
+        await ws.write_bytes("a.txt", b"theirs", expect=IfContent(blob_id(b"old")))
+    assert changed.value.found == blob_id(b"mine")
+    assert (tmp_path / "a.txt").read_bytes() == b"mine"
+    with pytest.raises(FileChanged):
+        await ws.write_bytes("a.txt", b"theirs", expect=IfContent(None))  # must be absent
+    with pytest.raises(FileChanged):
+        await ws.delete("a.txt", expect=IfContent(blob_id(b"old")))
+    assert (tmp_path / "a.txt").read_bytes() == b"mine"
+    await ws.write_bytes("a.txt", b"new", expect=IfContent(blob_id(b"mine")))
+    assert (tmp_path / "a.txt").read_bytes() == b"new"
+    await ws.write_bytes("sub/b.txt", b"b", expect=IfContent(None))
+    with pytest.raises(FileChanged) as gone:
+        await ws.delete("nowhere/c.txt", expect=IfContent(blob_id(b"c")))
+    assert gone.value.found is None
+    await ws.delete("a.txt", expect=IfContent(blob_id(b"new")))
+    assert not (tmp_path / "a.txt").exists() and (tmp_path / "sub" / "b.txt").read_bytes() == b"b"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
