@@ -23,3 +23,23 @@ def test_custom_codes_are_outside_the_reserved_range():
     ]
     assert all(-32099 <= c <= -32000 for c in custom)
     assert len({int(c) for c in ErrorCode}) == len(ErrorCode)
+
+
+def test_restore_and_os_errors_reach_the_wire_with_their_reason():
+    import errno
+
+    from agent_host.server.protocol import to_wire
+
+    unavailable = errors.store_unavailable(
+        "/s/sessions/a.jsonl", "append to", OSError(errno.EROFS, "Read-only file system")
+    )
+    wire = to_wire(unavailable)
+    assert wire.code == ErrorCode.STORE_UNAVAILABLE
+    assert wire.message == "cannot append to /s/sessions/a.jsonl: Read-only file system"
+    assert unavailable.errno == errno.EROFS
+    wire = to_wire(OSError(errno.ENOSPC, "No space left on device", "/w/a.py"))
+    assert wire.code == ErrorCode.IO_ERROR
+    assert wire.message == "No space left on device: /w/a.py"
+    assert to_wire(errors.SnapshotUnavailable("a.py")).code == ErrorCode.SNAPSHOT_UNAVAILABLE
+    assert to_wire(errors.UndoUnavailable("gone")).code == ErrorCode.INCOMPATIBLE_STATE
+    assert to_wire(errors.BlobCorrupt("bad")).code == ErrorCode.STORE_UNAVAILABLE
