@@ -177,8 +177,10 @@ async def _apply(
                 if changed.found != jump.after:
                     log.warning("restore keeps %s: changed by something else", jump.path)
                     return False
-            # Written before a crash; an open buffer may still need its text.
-            if buffer is not None and _buffer_id(buffer) != (jump.buffer_after or jump.after):
+            # Written before a crash; an open buffer may still need its text (a
+            # deleted file's buffer is left alone, unless the jump gives it text).
+            wanted = jump.buffer_after or jump.after
+            if buffer is not None and wanted is not None and _buffer_id(buffer) != wanted:
                 await _write(workspace, blobs, jump, ready, IfContent(jump.after))
             return True
         except PathChanged:
