@@ -412,7 +412,7 @@ class FileCheckpointer:
             truncation = Truncation(number, seq, time.time(), removed)
             with self._index.writing():
                 self._index.pending(session_id)
-                stash_size = _size(stash_path)
+                stash_size = file_stash.stash_size(stash_path)
                 try:
                     # The removed events are durable in the stash before they leave the log.
                     file_stash.add_to_stash(stash_path, truncation)
@@ -422,11 +422,11 @@ class FileCheckpointer:
                     if inside:
                         self._cut_inside_append(where, content, state.offsets[seq - 1], cut)
                     else:
-                        _cut(fd, content, cut)
+                        log_file.cut_to(fd, content, cut)
                 except OSError as exc:
                     # The log is as it was: the truncation did not happen, so its
                     # record must not stay in the stash for an undo to find.
-                    _cut_back(stash_path, stash_size)
+                    file_stash.take_back(stash_path, stash_size)
                     self._states.pop(session_id, None)
                     raise store_unavailable(exc.filename or where, "truncate", exc) from exc
                 if inside:
@@ -549,44 +549,6 @@ class FileCheckpointer:
                 info = summarize(found.records).info(entry.name[: -len(".jsonl")])
                 lines.append(file_index.info_line(info))
         return b"".join(lines)
-
-
-def _size(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return None
-
-
-def _cut(fd: int, content: bytes, cut: int) -> None:
-    """Cut the log to ``cut`` and sync it; raise only with the log as it was."""
-    os.ftruncate(fd, cut)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        # Seen by every reader yet perhaps not on disk: put back what was cut.
-        try:
-            log_file.write_at(fd, content[cut:], cut, len(content))
-        except OSError:
-            log.error("a truncated log could not be synced or put back (%s); the cut stays", exc)
-            return  # the truncation has happened, and its stash record stays
-        raise
-
-
-def _cut_back(path: Path, size: int | None) -> None:
-    """Take a failed truncate's record back out of the stash at ``path``."""
-    try:
-        if size is None:
-            path.unlink(missing_ok=True)
-        else:
-            os.truncate(path, size)
-    except OSError as exc:
-        log.error(
-            "%s: a truncation that failed could not be taken back out (%s); "
-            "its events are still in the log",
-            path,
-            exc,
-        )
 
 
 def _newest_first(info: SessionInfo) -> float:

@@ -103,3 +103,28 @@ def _decode(where: str, objects: list[dict[str, Any]]) -> list[Truncation]:
         ]
     except Exception as exc:
         raise CorruptLogError(f"{where}: a truncation could not be read: {exc}") from exc
+
+
+def stash_size(path: Path) -> int | None:
+    """The stash's size before a truncation adds to it (None: no stash yet)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+def take_back(path: Path, size: int | None) -> None:
+    """Take a failed truncate's record back out of the stash at ``path``, which was
+    ``size`` bytes before it (see :func:`stash_size`)."""
+    try:
+        if size is None:
+            path.unlink(missing_ok=True)
+        else:
+            os.truncate(path, size)
+    except OSError as exc:
+        log.error(
+            "%s: a truncation that failed could not be taken back out (%s); "
+            "its events are still in the log",
+            path,
+            exc,
+        )

@@ -150,3 +150,19 @@ def unwrite(fd: int, at: int, length: int) -> None:
         os.fdatasync(fd)  # so a power cut does not bring back bytes already on disk
     except OSError as exc:
         log.warning("could not sync a session log after taking back a write: %s", exc)
+
+
+def cut_to(fd: int, content: bytes, cut: int) -> None:
+    """Cut the log (whose bytes are ``content``) to ``cut`` and sync it; raise only
+    with the log as it was."""
+    os.ftruncate(fd, cut)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        # Seen by every reader yet perhaps not on disk: put back what was cut.
+        try:
+            write_at(fd, content[cut:], cut, len(content))
+        except OSError:
+            log.error("a truncated log could not be synced or put back (%s); the cut stays", exc)
+            return  # the truncation has happened, and its stash record stays
+        raise
