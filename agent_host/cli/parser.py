@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     only.add_argument(
         "--conversation-only", action="store_true", help="restore the conversation only"
     )
+    restore_parser.add_argument(
+        "--force",
+        action="store_true",
+        help="also overwrite files changed since the session last wrote them (conflicts); "
+        "their content is kept, so undo-restore brings it back",
+    )
 
     undo_parser = add(
         "undo-restore",

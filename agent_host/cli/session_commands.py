@@ -77,6 +77,7 @@ async def restore(args: argparse.Namespace) -> int:
         "seq": args.seq,
         "files": files,
         "conversation": not args.files_only,
+        "force": args.force,
     }
     result = await call_server(args, methods.RESTORE, params)
     if args.json:
@@ -87,8 +88,31 @@ async def restore(args: argparse.Namespace) -> int:
         f"restored session {args.session} to before checkpoint {args.seq}: "
         f"{describe_files(changed)}, {result['removedEvents']} events set aside"
     )
+    _report_left(result)
+    if result["conflicts"]:
+        print(
+            f"to overwrite them too: agent-host undo-restore {args.session} && "
+            f"agent-host restore {args.session} {args.seq} --force",
+            file=sys.stderr,
+        )
     print(f"undo with: agent-host undo-restore {args.session}", file=sys.stderr)
     return EXIT_OK
+
+
+def _report_left(result: dict[str, Any]) -> None:
+    """What a restore or undo did not put back, and why (on stderr: warnings)."""
+    if result.get("conflicts"):
+        print(
+            "left as they are, changed since the session last wrote them: "
+            + ", ".join(result["conflicts"]),
+            file=sys.stderr,
+        )
+    if result.get("notCaptured"):
+        print(
+            "changed by commands but not captured, so not restored: "
+            + ", ".join(result["notCaptured"]),
+            file=sys.stderr,
+        )
 
 
 async def undo_restore(args: argparse.Namespace) -> int:
@@ -101,6 +125,7 @@ async def undo_restore(args: argparse.Namespace) -> int:
         f"undid the last restore of session {args.session}: "
         f"{describe_files(result['restoredFiles'])} and {result['restoredEvents']} events back"
     )
+    _report_left(result)
     return EXIT_OK
 
 

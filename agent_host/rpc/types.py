@@ -136,6 +136,11 @@ class CheckpointInfo:
     prompt: str
     created_at: str
     files: list[str]
+    from_commands: list[str] = attrs.field(factory=list)
+    """Of ``files``, those a shell command changed (not the agent's own file tools)."""
+    not_captured: list[str] = attrs.field(factory=list)
+    """Paths a command changed that were not captured (ignored, or over the size
+    cap): a restore cannot put them back."""
 
 
 @attrs.define
@@ -150,6 +155,8 @@ class RestoreParams:
     """A checkpoint's seq: the session returns to just before that prompt."""
     files: bool = True
     conversation: bool = True
+    force: bool = False
+    """Overwrite files changed since the session last wrote them (conflicts)."""
 
 
 @attrs.define
@@ -158,8 +165,12 @@ class RestoreResult:
     removed_events: int
     unreverted_buffers: list[str] = attrs.field(factory=list)
     """Open buffers the editor did not bring back (see docs/protocol.md)."""
-    kept_files: list[str] = attrs.field(factory=list)
-    """Files left as they were: something else changed them while the restore ran."""
+    conflicts: list[str] = attrs.field(factory=list)
+    """Files left as they are: changed since the session last wrote them (by the
+    user, a formatter, another tool), before or while the restore ran."""
+    not_captured: list[str] = attrs.field(factory=list)
+    """Paths the later turns' commands changed that were not captured, so were not
+    put back."""
 
 
 @attrs.define
@@ -167,8 +178,8 @@ class UndoRestoreResult:
     restored_files: list[str]
     restored_events: int
     unreverted_buffers: list[str] = attrs.field(factory=list)
-    kept_files: list[str] = attrs.field(factory=list)
-    """Files left as they were: changed since the restore wrote them."""
+    conflicts: list[str] = attrs.field(factory=list)
+    """Files left as they are: changed since the restore wrote them."""
 
 
 @attrs.define

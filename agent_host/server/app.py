@@ -297,10 +297,14 @@ def create_server() -> AgentServer:
     async def restore(params: rpc.RestoreParams) -> rpc.RestoreResult:
         with collect_unreverted() as unreverted:
             done = await server.agent().restore(
-                params.session_id, params.seq, files=params.files, conversation=params.conversation
+                params.session_id,
+                params.seq,
+                files=params.files,
+                conversation=params.conversation,
+                force=params.force,
             )
         return rpc.RestoreResult(
-            done.restored_files, done.removed_events, unreverted.paths, done.kept_files
+            done.restored_files, done.removed_events, unreverted.paths, done.conflicts
         )
 
     @method(methods.UNDO_RESTORE, rpc.SessionParams)
@@ -308,7 +312,7 @@ def create_server() -> AgentServer:
         with collect_unreverted() as unreverted:
             done = await server.agent().undo_restore(params.session_id)
         return rpc.UndoRestoreResult(
-            done.restored_files, done.restored_events, unreverted.paths, done.kept_files
+            done.restored_files, done.restored_events, unreverted.paths, done.conflicts
         )
 
     @method(methods.COMPACT, rpc.CompactParams)

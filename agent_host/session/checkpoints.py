@@ -71,6 +71,35 @@ def buffers_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | Non
     return text
 
 
+def left_by_session(events: Sequence[Event]) -> dict[str, tuple[str | None, str | None]]:
+    """Per path the session changed: what it last left there, as (the file's blob,
+    an open buffer's unsaved text as a blob or None).
+
+    That is the last snapshot's ``after`` -- and for a restore's jump, the unsaved
+    text it gave the buffer -- except where the restore kept the file as it was.
+    A file that is not as the session left it was changed by someone else.
+    """
+    left: dict[str, tuple[str | None, str | None]] = {}
+    replaced: dict[str, tuple[str | None, str | None] | None] = {}  # by the open intent
+    for event in events:
+        kind = type(event)
+        if kind is FileSnapshot:
+            if event.jump:
+                replaced.setdefault(event.path, left.get(event.path))
+            left[event.path] = (event.after, event.buffer_after if event.jump else None)
+        elif kind is RestoreApplied:
+            for path in event.kept:  # not written: what was there before stays
+                before = replaced.get(path)
+                if before is None:
+                    left.pop(path, None)
+                else:
+                    left[path] = before
+            replaced = {}
+        elif kind is Restore or kind is RestoreUndone:
+            replaced = {}
+    return left
+
+
 def check_checkpoint(events: Sequence[Event], session_id: str, seq: int) -> UserPrompt:
     for event in events:
         if event.seq == seq and type(event) is UserPrompt:

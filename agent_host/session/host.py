@@ -214,16 +214,25 @@ class AgentHost:
     # -- restore
 
     async def restore(
-        self, session_id: str, seq: int, files: bool = True, conversation: bool = True
+        self,
+        session_id: str,
+        seq: int,
+        files: bool = True,
+        conversation: bool = True,
+        *,
+        force: bool = False,
     ) -> RestoreResult:
-        """Return to the moment just before the prompt at ``seq`` (undoable)."""
+        """Return to the moment just before the prompt at ``seq`` (undoable).
+
+        Files changed since the session last wrote them are left and reported as
+        ``conflicts``, unless ``force``."""
         self._refuse_if_running(session_id)
         async with self.store.turn_lease(check_session_id(session_id)):
             if not (files or conversation):
                 raise ValueError("restore needs files, conversation or both")
             self._refuse_if_running(session_id)  # one may have started while we waited
             state = await self._settled(session_id)
-            return await restore_to(state, self.workspace, seq, files, conversation)
+            return await restore_to(state, self.workspace, seq, files, conversation, force)
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
         """Undo the last restore: files and conversation as they were before it."""

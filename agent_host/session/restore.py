@@ -32,6 +32,7 @@ from .checkpoints import (
     check_checkpoint,
     files_to_restore,
     last_restore,
+    left_by_session,
     pending_intent,
 )
 from .errors import (
@@ -64,33 +65,50 @@ instead of being read from the store a second time."""
 class RestoreResult:
     restored_files: list[str]
     removed_events: int
-    kept_files: list[str] = attrs.field(factory=list)
-    """Files left as they were: something else changed them while it ran."""
+    conflicts: list[str] = attrs.field(factory=list)
+    """Files left as they are: changed since the session last wrote them (by the
+    user, a formatter, another tool), before or while the restore ran."""
 
 
 @attrs.define
 class UndoResult:
     restored_files: list[str]
     restored_events: int
-    kept_files: list[str] = attrs.field(factory=list)
+    conflicts: list[str] = attrs.field(factory=list)
 
 
 async def restore_to(
-    state: SessionState, workspace: Workspace, seq: int, files: bool, conversation: bool
+    state: SessionState,
+    workspace: Workspace,
+    seq: int,
+    files: bool,
+    conversation: bool,
+    force: bool = False,
 ) -> RestoreResult:
-    """Return to the moment just before the prompt at ``seq`` (undoable)."""
+    """Return to the moment just before the prompt at ``seq`` (undoable).
+
+    A file that is not as the session last left it -- the user, a formatter or
+    another tool changed it since, or an open buffer holds unsaved text the agent
+    did not put there -- is a conflict: left as it is and reported, unless
+    ``force``, which overwrites it (its content is kept for the undo, as always).
+    """
     events = state.timeline
     check_checkpoint(events, state.id, seq)
     changes: list[ev.FileSnapshot] = []
+    conflicts: list[str] = []
     if files:
         _check_files_belong_here(state, workspace)
         buffers = buffers_to_restore(events, seq)
         targets = files_to_restore(events, seq)
+        left = left_by_session(events)
         found = await _files_now(workspace, state.store.blobs, list(targets))
         for (path, target), (current_id, unsaved_id, open_buffer) in zip(
             targets.items(), found, strict=True
         ):
             if current_id != target or (open_buffer and unsaved_id != buffers[path]):
+                if not force and left.get(path) != (current_id, unsaved_id):
+                    conflicts.append(path)
+                    continue
                 changes.append(
                     ev.FileSnapshot(
                         path=path,
@@ -106,7 +124,7 @@ async def restore_to(
     record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
     head = await state.append([record, *changes])
     kept = await _apply(state, workspace, head - len(changes), changes, ready)
-    return RestoreResult(_written(changes, kept), hidden, kept)
+    return RestoreResult(_written(changes, kept), hidden, conflicts + kept)
 
 
 async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoResult:

@@ -134,7 +134,10 @@ def test_properties_are_camel_case_with_required_defaults_and_descriptions(schem
 
 def test_field_docstrings_come_from_the_class_source():
     docs = field_docstrings(rpc.RestoreParams)
-    assert docs == {"seq": "A checkpoint's seq: the session returns to just before that prompt."}
+    assert docs == {
+        "seq": "A checkpoint's seq: the session returns to just before that prompt.",
+        "force": "Overwrite files changed since the session last wrote them (conflicts).",
+    }
     assert field_docstrings(rpc.SessionParams) == {}
 
 

@@ -418,12 +418,17 @@ async def test_snapshots_keep_the_disk_and_the_unsaved_buffer(fake, workspace):
     assert editor.buffers["a.py"] == "one\n"
 
 
-async def test_restore_reverts_a_buffer_edited_after_the_turn(fake, workspace):
+async def test_a_buffer_edited_after_the_turn_is_a_conflict_until_forced(fake, workspace):
     host, editor = fake
     first = await host.send("one")
-    editor.buffers["a.py"] = "typed since\n"  # disk still "one\n"
-    done = await host.restore(first.session_id, first.checkpoint)
-    assert done.restored_files == ["a.py"]
+    editor.buffers["a.py"] = "typed since\n"  # disk still "one\n": the user's unsaved edit
+    kept = await host.restore(first.session_id, first.checkpoint)
+    assert kept.restored_files == [] and kept.conflicts == ["a.py"]
+    assert editor.buffers["a.py"] == "typed since\n"
+    assert (workspace / "a.py").read_text() == "one\n"
+    await host.undo_restore(first.session_id)  # exact: the conversation back, no files
+    done = await host.restore(first.session_id, first.checkpoint, force=True)
+    assert done.restored_files == ["a.py"] and done.conflicts == []
     assert editor.buffers["a.py"] == ORIGINAL
     # ... and undo brings the typing back, since the restore's snapshot kept it.
     await host.undo_restore(first.session_id)

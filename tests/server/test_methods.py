@@ -233,7 +233,14 @@ async def test_checkpoints_restore_and_undo(agents, workspace):
         (second["checkpoint"], "write two", ["new.txt", "a.py"]),
     ]
     for checkpoint in found:
-        assert set(checkpoint) == {"seq", "prompt", "createdAt", "files"}
+        assert set(checkpoint) == {
+            "seq",
+            "prompt",
+            "createdAt",
+            "files",
+            "fromCommands",
+            "notCaptured",
+        }
         assert "T" in checkpoint["createdAt"]  # ISO 8601
 
     restored = await request(

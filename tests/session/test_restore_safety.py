@@ -209,7 +209,7 @@ async def test_a_file_changed_during_an_interrupted_restore_is_kept(tmp_path, ws
     assert applied[-1].kept == ["b.txt"]
     # Its undo leaves b.txt alone too: the restore never wrote it.
     undone = await host.undo_restore()
-    assert undone.kept_files == ["b.txt"]
+    assert undone.conflicts == ["b.txt"]
     assert (ws / "a.txt").read_text() == "agent\n"
     assert (ws / "b.txt").read_text() == "the user's own edit\n"
     await host.close()
@@ -220,7 +220,7 @@ async def test_undo_keeps_a_file_changed_since_the_restore(host, ws):
     await host.restore(host.session_id, results[1].checkpoint)  # a.py back to "v1"
     (ws / "a.py").write_text("the user's work after the restore\n")
     undone = await host.undo_restore()
-    assert undone.kept_files == ["a.py"]
+    assert undone.conflicts == ["a.py"]
     assert (ws / "a.py").read_text() == "the user's work after the restore\n"
     assert "b.py" in undone.restored_files and (ws / "b.py").read_text() == "b\n"
 
@@ -345,3 +345,27 @@ async def test_a_folder_flipped_to_a_symlink_during_restores_never_lets_one_writ
     for name in names:
         assert (ws / "sub" / name).read_text() in ("original\n", "agent\n")
     await host.close()
+
+
+async def test_a_file_the_user_changed_after_the_turn_is_a_conflict_until_forced(host, ws):
+    results = await run_three_turns(host)
+    (ws / "b.py").write_text("the user's b\n")  # after the agent's last write of it
+    kept = await host.restore(host.session_id, results[1].checkpoint)
+    assert kept.conflicts == ["b.py"]
+    assert (ws / "b.py").read_text() == "the user's b\n"
+    assert (ws / "a.py").read_text() == "v1\n"  # the rest was restored
+    await host.undo_restore()
+    assert (ws / "b.py").read_text() == "the user's b\n"
+    forced = await host.restore(host.session_id, results[1].checkpoint, force=True)
+    assert "b.py" in forced.restored_files and forced.conflicts == []
+    assert not (ws / "b.py").exists()
+    await host.undo_restore()  # the user's content was kept for the undo
+    assert (ws / "b.py").read_text() == "the user's b\n"
+
+
+async def test_a_user_edit_the_agent_then_overwrote_is_no_conflict(host, ws):
+    (ws / "a.py").write_text("the user's a\n")  # before the turns: the agent's to change
+    results = await run_three_turns(host)
+    restored = await host.restore(host.session_id, results[0].checkpoint)
+    assert restored.conflicts == []
+    assert (ws / "a.py").read_text() == "the user's a\n"
