@@ -290,7 +290,12 @@ def create_server() -> AgentServer:
     async def checkpoints(params: rpc.SessionParams) -> rpc.CheckpointsResult:
         found = await server.agent().list_checkpoints(params.session_id)
         return rpc.CheckpointsResult(
-            [rpc.CheckpointInfo(c.seq, c.prompt, _iso(c.created_at), c.files) for c in found]
+            [
+                rpc.CheckpointInfo(
+                    c.seq, c.prompt, _iso(c.created_at), c.files, c.from_commands, c.not_captured
+                )
+                for c in found
+            ]
         )
 
     @method(methods.RESTORE, rpc.RestoreParams)
@@ -304,7 +309,11 @@ def create_server() -> AgentServer:
                 force=params.force,
             )
         return rpc.RestoreResult(
-            done.restored_files, done.removed_events, unreverted.paths, done.conflicts
+            done.restored_files,
+            done.removed_events,
+            unreverted.paths,
+            done.conflicts,
+            done.not_captured,
         )
 
     @method(methods.UNDO_RESTORE, rpc.SessionParams)

@@ -151,9 +151,10 @@ class EditorWorkspace:
         *,
         buffer: str | None = None,
         expect: IfContent | None = None,
+        executable: bool | None = None,
     ) -> None:
         real = self.resolve(path)
-        await self.disk.write_bytes(path, data, expect=expect)
+        await self.disk.write_bytes(path, data, expect=expect, executable=executable)
         docs = self._buffers(real, stale_too=True)
         if not docs:
             return

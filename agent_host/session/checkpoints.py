@@ -8,7 +8,15 @@ from collections.abc import Sequence
 import attrs
 
 from .errors import AgentHostError, CheckpointNotFound
-from .events import Event, FileSnapshot, Restore, RestoreApplied, RestoreUndone, UserPrompt
+from .events import (
+    Event,
+    FileSnapshot,
+    Restore,
+    RestoreApplied,
+    RestoreUndone,
+    UncapturedChanges,
+    UserPrompt,
+)
 
 
 class NothingToUndo(AgentHostError):
@@ -24,6 +32,10 @@ class Checkpoint:
     created_at: float
     files: list[str]
     """Files changed by the turn this prompt started."""
+    from_commands: list[str] = attrs.field(factory=list)
+    """Of ``files``, those a shell command changed."""
+    not_captured: list[str] = attrs.field(factory=list)
+    """Paths the turn's commands changed that were not captured."""
 
 
 def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
@@ -36,8 +48,13 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
             out.append(current)
         elif kind is Restore or kind is RestoreUndone:
             current = None  # what follows is the restore's doing, not a turn's
-        elif kind is FileSnapshot and current and event.path not in current.files:
-            current.files.append(event.path)
+        elif kind is FileSnapshot and current:
+            if event.path not in current.files:
+                current.files.append(event.path)
+            if event.by_command and event.path not in current.from_commands:
+                current.from_commands.append(event.path)
+        elif kind is UncapturedChanges and current:
+            current.not_captured += [p for p in event.paths if p not in current.not_captured]
     return out
 
 
@@ -54,6 +71,35 @@ def files_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]
         if event.seq >= seq and type(event) is FileSnapshot and event.path not in content:
             content[event.path] = event.after if event.jump else event.before
     return content
+
+
+def executables_to_restore(events: Sequence[Event], seq: int) -> dict[str, bool | None]:
+    """Per path changed at or after ``seq``: its owner-exec bit at that moment, where
+    the snapshot recorded it (taken from the same snapshot as :func:`files_to_restore`)."""
+    bits: dict[str, bool | None] = {}
+    for event in events:
+        if event.seq >= seq and type(event) is FileSnapshot and event.path not in bits:
+            bits[event.path] = event.executable_after if event.jump else event.executable_before
+    return bits
+
+
+def executables_left(events: Sequence[Event]) -> dict[str, bool]:
+    """Per path: the owner-exec bit the session last recorded for it, where it did."""
+    bits: dict[str, bool] = {}
+    for event in events:
+        if type(event) is FileSnapshot and event.executable_after is not None:
+            bits[event.path] = event.executable_after
+    return bits
+
+
+def not_captured_since(events: Sequence[Event], seq: int) -> list[str]:
+    """Paths commands changed at or after ``seq`` without capture: a restore to
+    ``seq`` cannot put them back."""
+    paths: dict[str, None] = {}
+    for event in events:
+        if event.seq >= seq and type(event) is UncapturedChanges:
+            paths.update(dict.fromkeys(event.paths))
+    return list(paths)
 
 
 def buffers_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]:

@@ -91,6 +91,22 @@ class FileSnapshot(Event):
     buffer_before: str | None = None
     jump: bool = False
     buffer_after: str | None = None
+    by_command: bool = False
+    """The change was made by a shell command (captured after it ran), not by the
+    agent's own file tools."""
+    executable_before: bool | None = None
+    """The owner-exec bit before and after, where known (None: not recorded, as
+    for the file tools, which keep a file's mode)."""
+    executable_after: bool | None = None
+
+
+@attrs.define(kw_only=True, slots=True)
+class UncapturedChanges(Event):
+    """Paths a shell command changed that were not captured -- ignored, or over the
+    size cap -- so no restore can put them back; reported, never silently left."""
+
+    type: ClassVar[str] = "uncaptured_changes"
+    paths: list[str] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -178,6 +194,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolCall,
         ToolResult,
         FileSnapshot,
+        UncapturedChanges,
         Usage,
         Compaction,
         Restore,

@@ -30,9 +30,12 @@ from .blobs import BlobStore, blob_id
 from .checkpoints import (
     buffers_to_restore,
     check_checkpoint,
+    executables_left,
+    executables_to_restore,
     files_to_restore,
     last_restore,
     left_by_session,
+    not_captured_since,
     pending_intent,
 )
 from .errors import (
@@ -68,6 +71,8 @@ class RestoreResult:
     conflicts: list[str] = attrs.field(factory=list)
     """Files left as they are: changed since the session last wrote them (by the
     user, a formatter, another tool), before or while the restore ran."""
+    not_captured: list[str] = attrs.field(factory=list)
+    """Paths the later turns' commands changed without capture: not put back."""
 
 
 @attrs.define
@@ -100,7 +105,9 @@ async def restore_to(
         _check_files_belong_here(state, workspace)
         buffers = buffers_to_restore(events, seq)
         targets = files_to_restore(events, seq)
+        bits = executables_to_restore(events, seq)
         left = left_by_session(events)
+        bits_now = executables_left(events)
         found = await _files_now(workspace, state.store.blobs, list(targets))
         for (path, target), (current_id, unsaved_id, open_buffer) in zip(
             targets.items(), found, strict=True
@@ -117,6 +124,8 @@ async def restore_to(
                         buffer_before=unsaved_id,
                         jump=True,
                         buffer_after=buffers[path],
+                        executable_before=bits_now.get(path),
+                        executable_after=bits[path],
                     )
                 )
     ready = await _check_snapshots(state.store.blobs, changes, "restore")
@@ -124,7 +133,8 @@ async def restore_to(
     record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
     head = await state.append([record, *changes])
     kept = await _apply(state, workspace, head - len(changes), changes, ready)
-    return RestoreResult(_written(changes, kept), hidden, conflicts + kept)
+    uncaptured = not_captured_since(events, seq) if files else []
+    return RestoreResult(_written(changes, kept), hidden, conflicts + kept, uncaptured)
 
 
 async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoResult:
@@ -238,7 +248,9 @@ async def _write(
         await workspace.delete(jump.path, buffer=text, expect=expect)
     else:
         data = await content(jump.after)
-        await workspace.write_bytes(jump.path, data, buffer=text, expect=expect)
+        await workspace.write_bytes(
+            jump.path, data, buffer=text, expect=expect, executable=jump.executable_after
+        )
 
 
 def _buffer_id(text: str) -> str:
@@ -285,6 +297,8 @@ async def _jumps_back(
                 buffer_before=unsaved_id,
                 jump=True,
                 buffer_after=change.buffer_before,
+                executable_before=change.executable_after,
+                executable_after=change.executable_before,
             )
         )
     return jumps, kept

@@ -359,13 +359,13 @@ class FakeEditor(DiskWorkspace):
     async def buffer_text(self, path: str) -> str | None:
         return self.buffers.get(self._key(path))
 
-    async def write_bytes(self, path: str, data: bytes, *, buffer=None, expect=None) -> None:
-        await super().write_bytes(path, data, expect=expect)
+    async def write_bytes(self, path: str, data: bytes, *, buffer=None, **disk) -> None:
+        await super().write_bytes(path, data, **disk)
         if self._key(path) in self.buffers:
             self.buffers[self._key(path)] = data.decode() if buffer is None else buffer
 
-    async def delete(self, path: str, *, buffer=None, expect=None) -> None:
-        await super().delete(path, expect=expect)
+    async def delete(self, path: str, *, buffer=None, **disk) -> None:
+        await super().delete(path, **disk)
         if self._key(path) in self.buffers and buffer is not None:
             self.buffers[self._key(path)] = buffer
 
@@ -444,8 +444,8 @@ async def test_a_restore_cut_off_between_the_disk_and_the_buffer_is_finished(fak
     first = await host.send("one")
 
     class DiesAfterTheDisk(FakeEditor):
-        async def write_bytes(self, path, data, *, buffer=None, expect=None):
-            await DiskWorkspace.write_bytes(self, path, data, expect=expect)
+        async def write_bytes(self, path, data, *, buffer=None, **disk):
+            await DiskWorkspace.write_bytes(self, path, data, **disk)
             raise ConnectionError("the editor went away before the buffer edit")
 
     dying = DiesAfterTheDisk(workspace)

@@ -122,11 +122,11 @@ class FailingDisk(DiskWorkspace):
         super().__init__([root])
         self.allowed = allowed
 
-    async def write_bytes(self, path, data, *, buffer=None, expect=None):
+    async def write_bytes(self, path, data, **options):
         if self.allowed <= 0:
             raise OSError(28, "No space left on device", path)
         self.allowed -= 1
-        await super().write_bytes(path, data, buffer=buffer, expect=expect)
+        await super().write_bytes(path, data, **options)
 
 
 @pytest.mark.parametrize("then", ["send", "restore", "undo_restore", "compact", "resume"])

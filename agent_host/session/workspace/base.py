@@ -68,6 +68,7 @@ class Workspace(Protocol):
         *,
         buffer: str | None = None,
         expect: IfContent | None = None,
+        executable: bool | None = None,
     ) -> None:
         """Replace the file's content atomically, creating parent directories.
 
@@ -75,7 +76,8 @@ class Workspace(Protocol):
         ``buffer`` when given: the unsaved text a restore puts back. With
         ``expect``, only if the file on disk is as expected (checked as it is
         replaced), else FileChanged: a restore never writes over what someone
-        else changed since it looked.
+        else changed since it looked. ``executable`` sets or clears the exec bits
+        (None: a replaced file keeps its mode, a new one gets the default).
         """
         ...
 

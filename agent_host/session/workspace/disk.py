@@ -93,12 +93,19 @@ class DiskWorkspace:
         *,
         buffer: str | None = None,
         expect: IfContent | None = None,
+        executable: bool | None = None,
     ) -> None:
         # ``buffer`` is for editor buffers; there are none here.
-        await asyncio.to_thread(self._write, path, bytes(data), expect)
+        await asyncio.to_thread(self._write, path, bytes(data), expect, executable)
 
-    def _write(self, path: str, data: bytes, expect: IfContent | None = None) -> None:
-        _write_atomic(self.roots, self.resolve(path), data, path, expect)
+    def _write(
+        self,
+        path: str,
+        data: bytes,
+        expect: IfContent | None = None,
+        executable: bool | None = None,
+    ) -> None:
+        _write_atomic(self.roots, self.resolve(path), data, path, expect, executable)
 
     async def delete(
         self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
@@ -168,7 +175,12 @@ def _read_file(roots: list[Path], real: Path, shown: str) -> bytes | None:
 
 
 def _write_atomic(
-    roots: list[Path], real: Path, data: bytes, shown: str, expect: IfContent | None
+    roots: list[Path],
+    real: Path,
+    data: bytes,
+    shown: str,
+    expect: IfContent | None,
+    executable: bool | None = None,
 ) -> None:
     root, folders, name = split_under(roots, real)
     try:
@@ -181,6 +193,10 @@ def _write_atomic(
             if expect is not None:
                 _check_content(folder, name, st, shown, expect)
             kept_mode = None if st is None else stat.S_IMODE(st.st_mode)
+            if executable is not None:
+                kept_mode = _with_exec(
+                    _NEW_FILE_MODE if kept_mode is None else kept_mode, executable
+                )
             pending = _unsynced.get()
             write_atomically_at(
                 folder, name, data, exact_mode=kept_mode, sync_folder=pending is None
@@ -214,6 +230,22 @@ def _delete_file(roots: list[Path], real: Path, shown: str, expect: IfContent | 
         if expect is not None and expect.blob is not None:
             raise FileChanged(shown, None) from None
         return  # a folder on the way is missing or is a file: nothing to delete
+
+
+def _with_exec(mode: int, executable: bool) -> int:
+    """``mode`` with the exec bits set where it has read bits (as ``chmod +x`` under
+    the usual umask does), or with every exec bit cleared."""
+    return mode | ((mode & 0o444) >> 2) if executable else mode & ~0o111
+
+
+def _current_umask() -> int:
+    # There is no way to read the umask without setting it; done once, at import.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_NEW_FILE_MODE = 0o666 & ~_current_umask()
 
 
 def _check_content(

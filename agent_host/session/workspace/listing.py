@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # imported where used: they cost start-up time
     import pathspec
     from wcmatch import glob
 
-_IgnoreStack = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]
+IgnoreStack = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]
+"""The .gitignore specs that apply in a folder, outermost first, each with the
+root-relative folder it was read in ("" for the root)."""
 
 # Bash with globstar, on posix paths: '*' matches dotfiles too, as in .gitignore and rg.
 # No NEGATE and no EXTGLOB, so '!' and '@(' are literal characters.
@@ -81,15 +83,15 @@ def walk_files(root: Path, roots: Sequence[Path]) -> Iterator[str]:
     directories are not followed, and symlinked files are listed only when they
     point at a file inside the workspace.
     """
-    base: _IgnoreStack = ()
-    exclude = _load_ignore(root / ".git" / "info" / "exclude")
+    base: IgnoreStack = ()
+    exclude = load_gitignore(root / ".git" / "info" / "exclude")
     if exclude is not None:
         base = (("", exclude),)
-    stack: list[tuple[str, _IgnoreStack]] = [("", base)]
+    stack: list[tuple[str, IgnoreStack]] = [("", base)]
     while stack:
         rel_dir, specs = stack.pop()
         abs_dir = root / rel_dir if rel_dir else root
-        spec = _load_ignore(abs_dir / ".gitignore")
+        spec = load_gitignore(abs_dir / ".gitignore")
         if spec is not None:
             specs = (*specs, (rel_dir, spec))
         try:
@@ -102,7 +104,7 @@ def walk_files(root: Path, roots: Sequence[Path]) -> Iterator[str]:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if not _ignored(specs, rel, is_dir=True):
+                    if not gitignored(specs, rel, is_dir=True):
                         stack.append((rel, specs))
                     continue
                 if entry.is_symlink():
@@ -113,22 +115,25 @@ def walk_files(root: Path, roots: Sequence[Path]) -> Iterator[str]:
                     continue
             except OSError:
                 continue
-            if not _ignored(specs, rel, is_dir=False):
+            if not gitignored(specs, rel, is_dir=False):
                 yield rel
 
 
-def _load_ignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+def load_gitignore(path: str | os.PathLike[str]) -> pathspec.GitIgnoreSpec | None:
+    """The patterns of the .gitignore (or info/exclude) file at ``path``; None if it is
+    unreadable or has none."""
     import pathspec
 
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
     return spec if len(spec) else None
 
 
-def _ignored(specs: _IgnoreStack, rel: str, is_dir: bool) -> bool:
+def gitignored(specs: IgnoreStack, rel: str, is_dir: bool) -> bool:
+    """Whether git ignores the root-relative path ``rel`` under ``specs``."""
     # The deepest .gitignore with a matching pattern decides, as in git.
     for prefix, spec in reversed(specs):
         sub = rel[len(prefix) + 1 :] if prefix else rel

@@ -1,0 +1,220 @@
+"""The stat walk behind :class:`~.capture.WorkspaceIndex`: every entry under the roots
+lstat'ed once, symlinks not followed, classified as captured or not.
+
+A walk of a large workspace has to cost little more than its lstats, so what does
+not change between walks is kept: each .gitignore parsed once for as long as its
+stat holds, and each folder's ignore decisions for as long as the .gitignore files
+above it are the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from .workspace.listing import IgnoreStack, gitignored, load_gitignore
+from .workspace.paths import relative_in_roots
+
+if TYPE_CHECKING:
+    import pathspec
+
+Sig = tuple[int, int, int, int]
+"""(size, mtime_ns, inode, mode) of an lstat: an entry whose sig holds is taken as
+unchanged, as git's index does."""
+
+UNKNOWN_SIG: Sig = (-1, -1, -1, 0)
+"""The sig of an entry the walk listed but could not lstat (EACCES on a folder with
+no search permission): never equal to a real one, so it shows as a change once."""
+
+
+@attrs.define
+class Walk:
+    """What one walk saw."""
+
+    files: dict[str, tuple[Sig, bool]]
+    """display path -> (sig, captured): every entry that is not a folder. Captured:
+    a regular file, not .gitignored, within the size cap. Symlinks, .gitignored and
+    oversized files, fifos and the like are kept by stat only."""
+    folders: dict[str, object]
+    """display path + "/" -> signature of the folders not walked: the ignored ones
+    (their direct entries' stats, so only a change of those shows) and those that
+    could not be listed. The index keeps what it knew under them as it was."""
+    started_ns: int
+    """time.time_ns() as the walk began: content read after it whose mtime is this
+    recent may yet change within the same timestamp tick."""
+
+
+def is_executable(sig: Sig) -> bool:
+    return bool(sig[3] & stat.S_IXUSR)
+
+
+def is_regular(sig: Sig) -> bool:
+    return stat.S_ISREG(sig[3])
+
+
+def sig_of(st: os.stat_result) -> Sig:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+
+
+class Walker:
+    """Walks the roots, keeping the .gitignore caches between walks. Not thread-safe:
+    one walk at a time (the index runs its passes under a lock)."""
+
+    def __init__(self, roots: Sequence[Path], ignore: Sequence[str], max_file_bytes: int) -> None:
+        real = list(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
+        # Each root's entries are shown as relative_in_roots shows them; a root nested
+        # in another is walked on its own (with its own .gitignore), not twice.
+        self._roots = [
+            (str(r), "" if i == 0 else relative_in_roots(real, r).rstrip("/") + "/")
+            for i, r in enumerate(real)
+        ]
+        self._root_paths = frozenset(str(r) for r in real)
+        self._ignore = frozenset(ignore)
+        self._max = max_file_bytes
+        self._versions = itertools.count(1)
+        self._specs: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
+        self._decisions: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
+
+    def walk(self) -> Walk:
+        started = time.time_ns()
+        files: dict[str, tuple[Sig, bool]] = {}
+        folders: dict[str, object] = {}
+        specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
+        decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
+        for root, prefix in self._roots:
+            self._walk_root(root, prefix, files, folders, specs_seen, decisions_seen)
+        # Only what this walk used is kept, so deleted folders do not pile up.
+        self._specs, self._decisions = specs_seen, decisions_seen
+        return Walk(files, folders, started)
+
+    def _walk_root(
+        self,
+        root: str,
+        prefix: str,
+        files: dict[str, tuple[Sig, bool]],
+        folders: dict[str, object],
+        specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
+        decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]],
+    ) -> None:
+        base: IgnoreStack = ()
+        key: tuple[int, ...] = ()
+        exclude = os.path.join(root, ".git", "info", "exclude")
+        try:
+            found = self._spec(exclude, sig_of(os.stat(exclude)), specs_seen)
+        except OSError:
+            found = None
+        if found is not None:
+            base, key = (("", found[1]),), (found[0],)
+        ignore, max_bytes, other_roots = self._ignore, self._max, self._root_paths - {root}
+        stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]] = [(root, "", base, key)]
+        while stack:
+            path, rel_dir, specs, key = stack.pop()
+            try:
+                with os.scandir(path) as listing:
+                    entries = list(listing)
+            except FileNotFoundError:
+                continue  # gone since its parent was listed: its files are gone too
+            except OSError as exc:
+                where = prefix + rel_dir + "/" if rel_dir else prefix or "./"
+                folders[where] = ("unlisted", exc.errno)
+                continue
+            # A folder's own .gitignore applies to its entries, so it is read first.
+            for entry in entries:
+                if entry.name == ".gitignore":
+                    try:
+                        found = self._spec(entry.path, sig_of(entry.stat()), specs_seen)
+                    except OSError:
+                        found = None
+                    if found is not None:
+                        specs, key = (*specs, (rel_dir, found[1])), (*key, found[0])
+                    break
+            memo: dict[str, bool] | None = None
+            if specs:
+                cached = self._decisions.get(path)
+                if cached is None or cached[0] != key or len(cached[1]) > 2 * len(entries) + 16:
+                    cached = (key, {})
+                decisions_seen[path] = cached
+                memo = cached[1]
+            dir_prefix = rel_dir + "/" if rel_dir else ""
+            for entry in entries:
+                name = entry.name
+                rel = dir_prefix + name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if name in ignore or (
+                        memo is not None and _decide(memo, specs, name + "/", rel, True)
+                    ):
+                        sig = folder_signature(entry.path)
+                        if sig is not None:
+                            folders[prefix + rel + "/"] = sig
+                    elif entry.path not in other_roots:
+                        stack.append((entry.path, rel, specs, key))
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # gone since the listing: as if listed a moment later
+                except OSError:
+                    files[prefix + rel] = (UNKNOWN_SIG, False)
+                    continue
+                mode = st.st_mode
+                captured = (
+                    stat.S_ISREG(mode)
+                    and st.st_size <= max_bytes
+                    and not (memo is not None and _decide(memo, specs, name, rel, False))
+                )
+                files[prefix + rel] = ((st.st_size, st.st_mtime_ns, st.st_ino, mode), captured)
+
+    def _spec(
+        self,
+        path: str,
+        sig: Sig,
+        seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
+    ) -> tuple[int, pathspec.GitIgnoreSpec] | None:
+        """The parsed ignore file at ``path`` and its version, parsed again only when
+        its stat changed. The version stands for the content in decision caches."""
+        cached = self._specs.get(path)
+        if cached is None or cached[0] != sig:
+            # Stat first, then read: a write in between shows as a new stat next walk.
+            cached = (sig, next(self._versions), load_gitignore(path))
+        seen[path] = cached
+        return None if cached[2] is None else (cached[1], cached[2])
+
+
+def _decide(memo: dict[str, bool], specs: IgnoreStack, name: str, rel: str, is_dir: bool) -> bool:
+    ignored = memo.get(name)
+    if ignored is None:
+        ignored = memo[name] = gitignored(specs, rel, is_dir)
+    return ignored
+
+
+def folder_signature(path: str) -> object | None:
+    """What shows a change of an ignored folder's own entries: the name and stat of
+    each file in it, the name and inode of each folder (whose own content is deep
+    inside, and not looked at). None if the folder is gone."""
+    try:
+        with os.scandir(path) as listing:
+            sig: list[tuple[object, ...]] = []
+            for entry in listing:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        sig.append((entry.name, entry.inode()))
+                    else:
+                        sig.append((entry.name, *sig_of(entry.stat(follow_symlinks=False))))
+                except FileNotFoundError:
+                    continue
+            return frozenset(sig)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ("unlisted", exc.errno)
