@@ -131,6 +131,8 @@ def test_node_tests_against_the_server(npm: str, workdir: Path) -> None:
         "List Sessions shows this workspace's sessions, every workspace's on request, "
         "and resumes the picked one",
         "list with a workspace: the sessions started in that folder, each naming its folder",
+        "a file the user changed is left and named; Overwrite them restores it too; "
+        "Undo Restore brings the edit back",
     ):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), f"{name!r} did not pass"
 

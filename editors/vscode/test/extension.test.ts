@@ -11,45 +11,11 @@ import Module from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { BUNDLE, HERE, context, loadBundle, type Loaded } from './bundle';
 import { createFakeVscode, fakeWebviewView, type FakeUi } from './fakeVscode';
 import { PYTHON, serve, waitFor } from './helpers';
 
-const HERE = path.resolve(__dirname, '..', '..');
-const BUNDLE = path.join(HERE, 'dist', 'extension.js');
 const manifest = JSON.parse(fs.readFileSync(path.join(HERE, 'package.json'), 'utf8'));
-
-interface Loaded {
-    activate(context: unknown): unknown;
-    deactivate(): Promise<void>;
-}
-
-/** Loads the bundle with `require('vscode')` answered by `fake`. */
-function loadBundle(fake: unknown): Loaded {
-    const mod = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };
-    const original = mod._load;
-    mod._load = function (request: string, parent: unknown, isMain: boolean) {
-        if (request === 'vscode') {
-            return fake;
-        }
-        return original.call(this, request, parent, isMain);
-    };
-    try {
-        delete require.cache[BUNDLE];
-        return require(BUNDLE) as Loaded;
-    } finally {
-        mod._load = original;
-    }
-}
-
-function context(): unknown {
-    const state = new Map<string, unknown>();
-    const memento = {
-        get: (key: string, fallback?: unknown) => (state.has(key) ? state.get(key) : fallback),
-        update: async (key: string, value: unknown) => void state.set(key, value),
-        keys: () => [...state.keys()],
-    };
-    return { subscriptions: [], workspaceState: memento, globalState: memento, extensionPath: HERE };
-}
 
 test('the bundle requires nothing but vscode and Node built-ins', () => {
     const text = fs.readFileSync(BUNDLE, 'utf8');

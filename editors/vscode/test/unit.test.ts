@@ -7,6 +7,7 @@ import { AgentApi, AgentError, type RpcEndpoint } from '../src/protocol/api';
 import { MemoryEditor, applyTextEdits, offsetAt, wholeRange } from '../src/protocol/edits';
 import { errorName } from '../src/protocol/methods';
 import { proposedContent, pyReplace } from '../src/protocol/proposal';
+import { checkpointDetail, conflictsText, listPaths, notCapturedText } from '../src/protocol/restoreText';
 import { initializationOptions, resolveServerCommand } from '../src/protocol/server';
 import { Transcript, formatCost, toMarkdown } from '../src/protocol/transcript';
 import type { PermissionParams, SessionEvent } from '../src/protocol/types';
@@ -336,5 +337,43 @@ describe('Transcript', () => {
         assert.equal(formatCost(undefined), '$—');
         assert.equal(formatCost(0.01234), '$0.0123');
         assert.equal(formatCost(12.5), '$12.50');
+    });
+});
+
+describe('restore texts', () => {
+    const checkpoint = { seq: 2, prompt: 'p', createdAt: '2026-01-01T00:00:00Z' };
+
+    test('the checkpoint detail sets apart what commands changed and what was not captured', () => {
+        assert.equal(checkpointDetail({ ...checkpoint, files: [] }), 'no files changed');
+        assert.equal(checkpointDetail({ ...checkpoint, files: ['a.py', 'b.py'] }), 'changed: a.py, b.py');
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: ['a.py', 'gen.txt', 'b.py'], fromCommands: ['gen.txt'] }),
+            'changed: a.py, b.py · by commands: gen.txt',
+        );
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: ['gen.txt'], fromCommands: ['gen.txt'], notCaptured: ['node_modules/x.js'] }),
+            'changed by commands: gen.txt · not captured (a restore leaves them): node_modules/x.js',
+        );
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: [], notCaptured: ['big.bin'] }),
+            'no files changed · not captured (a restore leaves them): big.bin',
+        );
+    });
+
+    test('conflicts and not-captured paths are counted and named', () => {
+        assert.equal(conflictsText(['a.py']), '1 file changed since the agent last wrote it and was left as it is: a.py');
+        assert.equal(
+            conflictsText(['a.py', 'b.py']),
+            '2 files changed since the agent last wrote them and were left as they are: a.py, b.py',
+        );
+        assert.equal(conflictsText(['b.py'], 'the restore wrote'), '1 file changed since the restore wrote it and was left as it is: b.py');
+        assert.equal(
+            notCapturedText(['node_modules/x.js', 'big.bin']),
+            '2 paths changed through commands but were not captured (ignored, or over the size cap), so they were not restored: node_modules/x.js, big.bin',
+        );
+        assert.match(notCapturedText(['big.bin']), /^1 path changed through commands but was not captured .*: big\.bin$/);
+        const many = Array.from({ length: 12 }, (_, i) => `f${i}`);
+        assert.equal(listPaths(many), 'f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, … and 2 more');
+        assert.match(conflictsText(many), /^12 files changed .*: f0, .*f9, … and 2 more$/);
     });
 });

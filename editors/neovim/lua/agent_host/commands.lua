@@ -44,10 +44,15 @@ function M.create()
   cmd("AgentRestore", function(args)
     local seq, mode = args.fargs[1], args.fargs[2]
     if seq and not tonumber(seq) then
-      return vim.notify("agent-host: usage: :AgentRestore [seq] [both|files|conversation]", vim.log.levels.ERROR)
+      return vim.notify("agent-host: usage: :AgentRestore[!] [seq] [both|files|conversation]", vim.log.levels.ERROR)
     end
-    agent().restore_pick(seq and tonumber(seq), mode)
-  end, { nargs = "*", complete = complete_restore, desc = "agent-host: restore files and/or conversation to a checkpoint" })
+    agent().restore_pick(seq and tonumber(seq), mode, nil, { force = args.bang })
+  end, {
+    nargs = "*",
+    bang = true,
+    complete = complete_restore,
+    desc = "agent-host: restore files and/or conversation to a checkpoint (! overwrites files changed since)",
+  })
   cmd("AgentUndoRestore", function()
     agent().undo_restore()
   end, { nargs = 0, desc = "agent-host: undo the last restore" })

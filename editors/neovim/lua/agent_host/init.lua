@@ -6,7 +6,7 @@
 -- commands; the API is implemented in
 --   agent_host.turn         :AgentSend, :AgentCancel, closing turns on exit
 --   agent_host.sessions     :AgentNew, :AgentHistory, :AgentSessions, :AgentCompact
---   agent_host.checkpoints  :AgentCheckpoints, :AgentRestore, :AgentUndoRestore
+--   agent_host.checkpoints  :AgentCheckpoints, :AgentRestore[!], :AgentUndoRestore
 --   agent_host.status       the statusline text
 local checkpoints = require("agent_host.checkpoints")
 local client = require("agent_host.client")
@@ -72,6 +72,7 @@ local function set_highlights()
     AgentHostOk = "DiagnosticOk",
     AgentHostError = "DiagnosticError",
     AgentHostAsk = "DiagnosticWarn",
+    AgentHostWarn = "DiagnosticWarn",
     AgentHostNote = "Comment",
     AgentHostFooter = "Comment",
     AgentHostContext = "Comment",

@@ -123,7 +123,13 @@ export interface CheckpointInfo {
     seq: number;
     prompt: string;
     createdAt: string;
+    /** The files this prompt's turn changed (relative to the workspace). */
     files: string[];
+    /** Of `files`, those a shell command changed (not the agent's file tools). */
+    fromCommands?: string[];
+    /** Paths a command changed that were not captured (ignored, or over the size
+     * cap): a restore cannot put them back. */
+    notCaptured?: string[];
 }
 
 export interface CheckpointsResult {
@@ -135,6 +141,10 @@ export interface RestoreParams {
     seq: number;
     files?: boolean;
     conversation?: boolean;
+    /** Overwrite the files changed since the session last wrote them (default false:
+     * they are left as they are and listed in `conflicts`). Their current content is
+     * kept, so session/undoRestore brings it back. */
+    force?: boolean;
 }
 
 export interface RestoreResult {
@@ -142,16 +152,21 @@ export interface RestoreResult {
     removedEvents: number;
     /** Open buffers the editor did not bring back. */
     unrevertedBuffers: string[];
-    /** Files left as they were: something else changed them meanwhile. */
-    keptFiles?: string[];
+    /** Files left as they are: changed since the session last wrote them (the
+     * user's edits, a formatter, an open buffer's unsaved text). With `force`, only
+     * those that changed while the restore ran. */
+    conflicts?: string[];
+    /** Paths the later turns' commands changed that were not captured (ignored, or
+     * over the size cap), so were not put back. */
+    notCaptured?: string[];
 }
 
 export interface UndoRestoreResult {
     restoredFiles: string[];
     restoredEvents: number;
     unrevertedBuffers: string[];
-    /** Files left as they were: changed since the restore wrote them. */
-    keptFiles?: string[];
+    /** Files left as they are: changed since the restore wrote them. */
+    conflicts?: string[];
 }
 
 export interface CompactParams {

@@ -1,10 +1,14 @@
 /**
  * The checkpoint commands: Show Checkpoints and Restore Checkpoint (pick a
- * checkpoint, then what to restore) and Undo Restore.
+ * checkpoint, then what to restore) and Undo Restore. A restore that left files
+ * as they are (changed since the agent wrote them) says so and offers to
+ * overwrite them.
  */
 
 import * as vscode from 'vscode';
-import type { CheckpointInfo } from '../protocol/types';
+import { checkpointDetail, conflictsText, listPaths, notCapturedText } from '../protocol/restoreText';
+import type { CheckpointInfo, RestoreParams, RestoreResult } from '../protocol/types';
+import { errorText } from './errors';
 import type { SessionCommands } from './sessionCommands';
 import type { UiContext } from './uiContext';
 
@@ -25,7 +29,7 @@ export class CheckpointCommands {
         const items: Item[] = [...checkpoints].reverse().map((c) => ({
             label: `#${c.seq}  ${c.prompt.split('\n')[0].slice(0, 80)}`,
             description: new Date(c.createdAt).toLocaleString(),
-            detail: c.files.length ? `changed: ${c.files.join(', ')}` : 'no files changed',
+            detail: checkpointDetail(c),
             checkpoint: c,
         }));
         const picked = await vscode.window.showQuickPick(items, {
@@ -77,22 +81,89 @@ export class CheckpointCommands {
         if (!mode) {
             return;
         }
+        const params: RestoreParams = { sessionId, seq: checkpoint.seq, files: mode.files, conversation: mode.conversation };
+        const label = mode.label.toLowerCase();
         const api = await this.ui.server.ensureStarted();
-        const result = await api.restore({ sessionId, seq: checkpoint.seq, files: mode.files, conversation: mode.conversation });
+        const result = await api.restore(params);
         this.ui.log(`${sessionId} restored to ${checkpoint.seq}: ${JSON.stringify(result)}`);
         await this.sessions.reload(sessionId);
-        const files = result.restoredFiles.length ? `${result.restoredFiles.length} file(s): ${result.restoredFiles.join(', ')}` : 'no files';
-        this.ui.state.transcript(sessionId).info(`Restored to #${checkpoint.seq} (${mode.label.toLowerCase()}): ${files}.`);
+        const files = filesText(result.restoredFiles);
+        await this.reportRestore(params, label, result, {
+            note: `Restored to #${checkpoint.seq} (${label}): ${files}.`,
+            summary: `restored ${files}; ${result.removedEvents} event(s) set aside.`,
+        });
+    }
+
+    /**
+     * The outcome of a restore: `note` in the chat, then a message (`summary`)
+     * offering Undo Restore. When the restore left files as they are (conflicts),
+     * the message is a warning naming them that also offers to overwrite them.
+     */
+    private async reportRestore(
+        params: RestoreParams,
+        label: string,
+        result: RestoreResult,
+        text: { note: string; summary: string },
+    ): Promise<void> {
+        const conflicts = result.conflicts ?? [];
+        const notCaptured = result.notCaptured ?? [];
+        const transcript = this.ui.state.transcript(params.sessionId);
+        transcript.info(text.note);
+        if (conflicts.length) {
+            transcript.info(`${conflictsText(conflicts)}.`, 'warning');
+        }
+        if (notCaptured.length) {
+            transcript.info(`${notCapturedText(notCaptured)}.`, 'warning');
+        }
         this.ui.render();
         this.reportUnreverted(result.unrevertedBuffers);
-        this.reportKept(result.keptFiles ?? []);
-        const answer = await vscode.window.showInformationMessage(
-            `Agent Host: restored ${files}; ${result.removedEvents} event(s) set aside.`,
-            'Undo Restore',
-        );
-        if (answer === 'Undo Restore') {
+        if (notCaptured.length) {
+            void vscode.window.showInformationMessage(`Agent Host: ${notCapturedText(notCaptured)}.`);
+        }
+        const answer = conflicts.length
+            ? await vscode.window.showWarningMessage(
+                  `Agent Host: ${conflictsText(conflicts)}. ${upperFirst(text.summary)}`,
+                  OVERWRITE,
+                  UNDO,
+              )
+            : await vscode.window.showInformationMessage(`Agent Host: ${text.summary}`, UNDO);
+        if (answer === OVERWRITE) {
+            await this.overwrite(params, label, conflicts);
+        } else if (answer === UNDO) {
             await this.undoRestore();
         }
+    }
+
+    /** Overwrite them: the same restore again with the conflicts overwritten. An
+     * undo is exact, so: undo the restore, then restore with `force`. */
+    private async overwrite(params: RestoreParams, label: string, conflicts: string[]): Promise<void> {
+        const api = await this.ui.server.ensureStarted();
+        const undone = await api.undoRestore(params.sessionId);
+        let restored: RestoreResult;
+        try {
+            restored = await api.restore({ ...params, force: true });
+        } catch (err) {
+            await this.sessions.reload(params.sessionId);
+            this.ui.state
+                .transcript(params.sessionId)
+                .info(`Restore undone to overwrite the changed files, but restoring to #${params.seq} again failed: ${errorText(err)}.`, 'error');
+            this.ui.render();
+            throw err;
+        }
+        this.ui.log(`${params.sessionId} restored to ${params.seq} again, overwriting: ${JSON.stringify({ undone, restored })}`);
+        await this.sessions.reload(params.sessionId);
+        this.reportUnreverted(undone.unrevertedBuffers);
+        // files the undo left (changed since the restore wrote them) are overwritten too
+        const wanted = new Set([...conflicts, ...(undone.conflicts ?? [])]);
+        const overwritten = restored.restoredFiles.filter((f) => wanted.has(f));
+        const what = overwritten.length ? listPaths(overwritten) : 'nothing (the files no longer differed)';
+        const files = filesText(restored.restoredFiles);
+        await this.reportRestore(params, label, restored, {
+            note: `Restored to #${params.seq} again (${label}), overwriting ${what}: ${files}.`,
+            summary:
+                `restored to #${params.seq} again, overwriting ${what}: ${files}; ${restored.removedEvents} event(s) set aside. ` +
+                'Undo Restore brings back what they held.',
+        });
     }
 
     private reportUnreverted(paths: string[]): void {
@@ -103,26 +174,39 @@ export class CheckpointCommands {
         }
     }
 
-    private reportKept(paths: string[]): void {
-        if (paths.length) {
-            void vscode.window.showWarningMessage(
-                `Agent Host: ${paths.join(', ')} changed since the agent wrote them and were left as they are.`,
-            );
-        }
-    }
-
     async undoRestore(): Promise<void> {
         const sessionId = await this.sessions.requireSession();
         const api = await this.ui.server.ensureStarted();
         const result = await api.undoRestore(sessionId);
         this.ui.log(`${sessionId} undo restore: ${JSON.stringify(result)}`);
         await this.sessions.reload(sessionId);
-        this.ui.state.transcript(sessionId).info(`Restore undone: ${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back.`);
+        const conflicts = result.conflicts ?? [];
+        const transcript = this.ui.state.transcript(sessionId);
+        const done = `restore undone (${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back)`;
+        transcript.info(`Restore undone: ${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back.`);
+        if (conflicts.length) {
+            transcript.info(`${conflictsText(conflicts, SINCE_RESTORE)}.`, 'warning');
+        }
         this.ui.render();
         this.reportUnreverted(result.unrevertedBuffers);
-        this.reportKept(result.keptFiles ?? []);
-        void vscode.window.showInformationMessage(
-            `Agent Host: restore undone (${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back).`,
-        );
+        if (conflicts.length) {
+            // nothing to overwrite them with: an undo puts back what the restore found
+            void vscode.window.showWarningMessage(`Agent Host: ${conflictsText(conflicts, SINCE_RESTORE)}. ${upperFirst(done)}.`);
+        } else {
+            void vscode.window.showInformationMessage(`Agent Host: ${done}.`);
+        }
     }
+}
+
+const OVERWRITE = 'Overwrite them';
+const UNDO = 'Undo Restore';
+/** What an undo's conflicts changed since. */
+const SINCE_RESTORE = 'the restore wrote';
+
+function filesText(paths: string[]): string {
+    return paths.length ? `${paths.length} file(s): ${listPaths(paths)}` : 'no files';
+}
+
+function upperFirst(text: string): string {
+    return text.charAt(0).toUpperCase() + text.slice(1);
 }

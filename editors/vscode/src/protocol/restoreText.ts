@@ -1,0 +1,56 @@
+/**
+ * What a checkpoint and a restore's outcome say to the user: the checkpoint
+ * picker's detail line, the conflicts warning and the not-captured note. Plain
+ * text, no `vscode` import, so the unit tests check it without an editor.
+ */
+
+import type { CheckpointInfo } from './types';
+
+/** At most this many paths are named in a message; the rest are counted. */
+export const MAX_NAMED = 10;
+
+/** `a, b, c`, or `a, b, … and 7 more` past `max`. */
+export function listPaths(paths: readonly string[], max = MAX_NAMED): string {
+    if (paths.length <= max) {
+        return paths.join(', ');
+    }
+    return `${paths.slice(0, max).join(', ')}, … and ${paths.length - max} more`;
+}
+
+/** The checkpoint picker's detail: the files the turn changed, those a command
+ * changed apart, then what commands changed that a restore cannot put back. */
+export function checkpointDetail(c: CheckpointInfo): string {
+    const byCommands = new Set(c.fromCommands ?? []);
+    const byTools = c.files.filter((f) => !byCommands.has(f));
+    const byCommand = c.files.filter((f) => byCommands.has(f));
+    const parts: string[] = [];
+    if (byTools.length) {
+        parts.push(`changed: ${listPaths(byTools)}`);
+    }
+    if (byCommand.length) {
+        parts.push(`${byTools.length ? 'by commands' : 'changed by commands'}: ${listPaths(byCommand)}`);
+    }
+    if (!parts.length) {
+        parts.push('no files changed');
+    }
+    const notCaptured = c.notCaptured ?? [];
+    if (notCaptured.length) {
+        parts.push(`not captured (a restore leaves them): ${listPaths(notCaptured)}`);
+    }
+    return parts.join(' · ');
+}
+
+/** The warning of a restore (or, with `since` 'the restore wrote', an undo) that
+ * left files as they are. */
+export function conflictsText(paths: readonly string[], since = 'the agent last wrote'): string {
+    return paths.length === 1
+        ? `1 file changed since ${since} it and was left as it is: ${paths[0]}`
+        : `${paths.length} files changed since ${since} them and were left as they are: ${listPaths(paths)}`;
+}
+
+/** The note of a restore that could not put back what commands changed. */
+export function notCapturedText(paths: readonly string[]): string {
+    return paths.length === 1
+        ? `1 path changed through commands but was not captured (ignored, or over the size cap), so it was not restored: ${paths[0]}`
+        : `${paths.length} paths changed through commands but were not captured (ignored, or over the size cap), so they were not restored: ${listPaths(paths)}`;
+}
