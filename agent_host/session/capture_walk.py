@@ -9,6 +9,7 @@ above it are the same.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import stat
@@ -29,19 +30,17 @@ Sig = tuple[int, int, int, int]
 """(size, mtime_ns, inode, mode) of an lstat: an entry whose sig holds is taken as
 unchanged, as git's index does."""
 
-UNKNOWN_SIG: Sig = (-1, -1, -1, 0)
-"""The sig of an entry the walk listed but could not lstat (EACCES on a folder with
-no search permission): never equal to a real one, so it shows as a change once."""
-
 
 @attrs.define
 class Walk:
     """What one walk saw."""
 
-    files: dict[str, tuple[Sig, bool]]
-    """display path -> (sig, captured): every entry that is not a folder. Captured:
-    a regular file, not .gitignored, within the size cap. Symlinks, .gitignored and
-    oversized files, fifos and the like are kept by stat only."""
+    files: dict[str, Sig]
+    """display path -> sig of every entry that is not a folder."""
+    stat_only: set[str]
+    """The files kept by stat only, never read: symlinks, fifos and the like,
+    .gitignored files and files over the size cap. The rest (regular files, not
+    .gitignored, within the cap) are captured."""
     folders: dict[str, object]
     """display path + "/" -> signature of the folders not walked: the ignored ones
     (their direct entries' stats, so only a change of those shows) and those that
@@ -49,6 +48,9 @@ class Walk:
     started_ns: int
     """time.time_ns() as the walk began: content read after it whose mtime is this
     recent may yet change within the same timestamp tick."""
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def is_executable(sig: Sig) -> bool:
@@ -65,7 +67,7 @@ def sig_of(st: os.stat_result) -> Sig:
 
 class Walker:
     """Walks the roots, keeping the .gitignore caches between walks. Not thread-safe:
-    one walk at a time (the index runs its passes under a lock)."""
+    one walk at a time (the index plans its passes under a lock)."""
 
     def __init__(self, roots: Sequence[Path], ignore: Sequence[str], max_file_bytes: int) -> None:
         real = list(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
@@ -83,23 +85,20 @@ class Walker:
         self._decisions: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
 
     def walk(self) -> Walk:
-        started = time.time_ns()
-        files: dict[str, tuple[Sig, bool]] = {}
-        folders: dict[str, object] = {}
+        found = Walk({}, set(), {}, time.time_ns())
         specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
         decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
         for root, prefix in self._roots:
-            self._walk_root(root, prefix, files, folders, specs_seen, decisions_seen)
+            self._walk_root(root, prefix, found, specs_seen, decisions_seen)
         # Only what this walk used is kept, so deleted folders do not pile up.
         self._specs, self._decisions = specs_seen, decisions_seen
-        return Walk(files, folders, started)
+        return found
 
     def _walk_root(
         self,
         root: str,
         prefix: str,
-        files: dict[str, tuple[Sig, bool]],
-        folders: dict[str, object],
+        found: Walk,
         specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
         decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]],
     ) -> None:
@@ -107,73 +106,93 @@ class Walker:
         key: tuple[int, ...] = ()
         exclude = os.path.join(root, ".git", "info", "exclude")
         try:
-            found = self._spec(exclude, sig_of(os.stat(exclude)), specs_seen)
+            spec = self._spec(exclude, sig_of(os.stat(exclude)), specs_seen)
         except OSError:
-            found = None
-        if found is not None:
-            base, key = (("", found[1]),), (found[0],)
+            spec = None
+        if spec is not None:
+            base, key = (("", spec[1]),), (spec[0],)
+        files, stat_only, folders = found.files, found.stat_only, found.folders
         ignore, max_bytes, other_roots = self._ignore, self._max, self._root_paths - {root}
         stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]] = [(root, "", base, key)]
         while stack:
             path, rel_dir, specs, key = stack.pop()
+            here = prefix + rel_dir + "/" if rel_dir else prefix  # display prefix of entries
             try:
-                with os.scandir(path) as listing:
-                    entries = list(listing)
-            except FileNotFoundError:
-                continue  # gone since its parent was listed: its files are gone too
+                # Listed through a descriptor, each entry's lstat is an fstatat of its
+                # name: no walk down the whole path again per file.
+                fd = os.open(path, _DIR_FLAGS)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # gone (or no longer a folder) since its parent was listed
             except OSError as exc:
-                where = prefix + rel_dir + "/" if rel_dir else prefix or "./"
-                folders[where] = ("unlisted", exc.errno)
+                if exc.errno != errno.ELOOP:  # ELOOP: swapped for a symlink, not followed
+                    folders[here or "./"] = ("unlisted", exc.errno)
                 continue
-            # A folder's own .gitignore applies to its entries, so it is read first.
-            for entry in entries:
-                if entry.name == ".gitignore":
+            try:
+                try:
+                    with os.scandir(fd) as listing:
+                        entries = list(listing)
+                except OSError as exc:
+                    folders[here or "./"] = ("unlisted", exc.errno)
+                    continue
+                # A folder's own .gitignore applies to its entries, so it is read first.
+                for entry in entries:
+                    if entry.name == ".gitignore":
+                        try:
+                            where = path + "/.gitignore"
+                            spec = self._spec(where, sig_of(entry.stat()), specs_seen)
+                        except OSError:
+                            spec = None
+                        if spec is not None:
+                            specs, key = (*specs, (rel_dir, spec[1])), (*key, spec[0])
+                        break
+                memo: dict[str, bool] | None = None
+                if specs:
+                    cached = self._decisions.get(path)
+                    if cached is None or cached[0] != key or len(cached[1]) > 2 * len(entries) + 16:
+                        cached = (key, {})
+                    decisions_seen[path] = cached
+                    memo = cached[1]
+                rel_prefix = rel_dir + "/" if rel_dir else ""
+                for entry in entries:
+                    name = entry.name
                     try:
-                        found = self._spec(entry.path, sig_of(entry.stat()), specs_seen)
+                        is_dir = entry.is_dir(follow_symlinks=False)
                     except OSError:
-                        found = None
-                    if found is not None:
-                        specs, key = (*specs, (rel_dir, found[1])), (*key, found[0])
-                    break
-            memo: dict[str, bool] | None = None
-            if specs:
-                cached = self._decisions.get(path)
-                if cached is None or cached[0] != key or len(cached[1]) > 2 * len(entries) + 16:
-                    cached = (key, {})
-                decisions_seen[path] = cached
-                memo = cached[1]
-            dir_prefix = rel_dir + "/" if rel_dir else ""
-            for entry in entries:
-                name = entry.name
-                rel = dir_prefix + name
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
-                    is_dir = False
-                if is_dir:
-                    if name in ignore or (
-                        memo is not None and _decide(memo, specs, name + "/", rel, True)
+                        is_dir = False
+                    if is_dir:
+                        child = path + "/" + name
+                        if name in ignore or (
+                            memo is not None
+                            and _decide(memo, specs, name + "/", rel_prefix + name, True)
+                        ):
+                            sig = folder_signature(child)
+                            if sig is not None:
+                                folders[here + name + "/"] = sig
+                        elif child not in other_roots:
+                            stack.append((child, rel_prefix + name, specs, key))
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # gone since the listing: as if listed a moment later
+                    except OSError as exc:
+                        # Listed but not searchable (no x bit): kept as it was, like a
+                        # folder that cannot be listed.
+                        folders[here or "./"] = ("unlisted", exc.errno)
+                        break
+                    shown = here + name
+                    files[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+                    if not (
+                        stat.S_ISREG(st.st_mode)
+                        and st.st_size <= max_bytes
+                        and not (
+                            memo is not None
+                            and _decide(memo, specs, name, rel_prefix + name, False)
+                        )
                     ):
-                        sig = folder_signature(entry.path)
-                        if sig is not None:
-                            folders[prefix + rel + "/"] = sig
-                    elif entry.path not in other_roots:
-                        stack.append((entry.path, rel, specs, key))
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue  # gone since the listing: as if listed a moment later
-                except OSError:
-                    files[prefix + rel] = (UNKNOWN_SIG, False)
-                    continue
-                mode = st.st_mode
-                captured = (
-                    stat.S_ISREG(mode)
-                    and st.st_size <= max_bytes
-                    and not (memo is not None and _decide(memo, specs, name, rel, False))
-                )
-                files[prefix + rel] = ((st.st_size, st.st_mtime_ns, st.st_ino, mode), captured)
+                        stat_only.add(shown)
+            finally:
+                os.close(fd)
 
     def _spec(
         self,

@@ -14,7 +14,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
@@ -30,6 +30,9 @@ from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
 from .workspace import DiskWorkspace, Workspace
+
+if TYPE_CHECKING:
+    from .capture import WorkspaceIndex
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
@@ -60,6 +63,7 @@ class AgentHost:
         auto_compact: float | None = 0.8,
         base_url: str | None = None,
         api_key: str | None = None,
+        capture_commands: bool = True,
     ) -> None:
         self.persistent = sessions
         if not sessions:
@@ -88,6 +92,8 @@ class AgentHost:
         self.cost = 0.0
         self._loaded_cost = False
         self._closing: asyncio.Future[None] | None = None
+        self.capture_commands = capture_commands
+        self._index: WorkspaceIndex | None = None
 
     # -- sessions
 
@@ -206,6 +212,7 @@ class AgentHost:
             prices=self.prices,
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None),
+            index=self._workspace_index(),
         )
         async with self.store.turn_lease(sid):
             await finish_pending(state, self.workspace)
@@ -299,6 +306,8 @@ class AgentHost:
         for task in list(self._turns.values()):
             task.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
+        if self._index is not None:
+            await self._index.close()
         for provider in [*self._providers.values(), *filter(None, [self._injected])]:
             await provider.close()
         if self._owns_store:
@@ -324,6 +333,18 @@ class AgentHost:
     def _sid(self, session_id: str | None) -> str:
         """The session a call is about: the current one only when none is named."""
         return self.session_id if session_id is None else check_session_id(session_id)
+
+    def _workspace_index(self) -> WorkspaceIndex | None:
+        """What captures shell commands' changes in this host's workspace: built in
+        the background from the first turn on, shared by every session of the host."""
+        if not self.capture_commands:
+            return None
+        if self._index is None:
+            from .capture import WorkspaceIndex  # walks folders: loaded when first needed
+
+            self._index = WorkspaceIndex(self.workspace.roots, self.store.blobs)
+        self._index.start()
+        return self._index
 
     def _gate(self, session_id: str) -> Gate:
         gate = self._gates.get(session_id)

@@ -112,7 +112,12 @@ async def restore_to(
         for (path, target), (current_id, unsaved_id, open_buffer) in zip(
             targets.items(), found, strict=True
         ):
-            if current_id != target or (open_buffer and unsaved_id != buffers[path]):
+            mode_differs = bits[path] is not None and bits[path] != bits_now.get(path)
+            if (
+                current_id != target
+                or (open_buffer and unsaved_id != buffers[path])
+                or mode_differs
+            ):
                 if not force and left.get(path) != (current_id, unsaved_id):
                     conflicts.append(path)
                     continue

@@ -11,7 +11,7 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -29,9 +29,12 @@ from .model import (
     UsageReport,
 )
 from .pricing import cost as price_of
-from .state import SessionState, tell
+from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
-from .workspace import Workspace, unsaved_bytes
+from .workspace import CommandResult, Workspace, unsaved_bytes
+
+if TYPE_CHECKING:  # imported where it is built (AgentHost): it walks folders
+    from .capture import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,8 @@ class TurnSettings:
     prices: dict[str, Any] | None = None
     compact_at_tokens: int | None = None
     compact: Callable[[], Awaitable[object]] | None = None
+    index: WorkspaceIndex | None = None
+    """Captures what shell commands change in the workspace (None: not captured)."""
 
 
 async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
@@ -193,7 +198,11 @@ class _Turn:
                 is_error=True,
             )
         elif await self.settings.gate.allows(request):
-            context = ToolContext(workspace=workspace, change_file=self._change_file)
+            context = ToolContext(
+                workspace=workspace,
+                change_file=self._change_file,
+                run_command=self._run_command if self.settings.index else None,
+            )
             outcome = await run_tool(call.name, call.arguments, context)
         else:
             outcome = ToolOutcome(
@@ -206,6 +215,40 @@ class _Turn:
             call_id=call.call_id, output=outcome.output, is_error=outcome.is_error
         )
         await self.state.append([result])
+
+    async def _run_command(self, command: str, timeout: float, max_output: int) -> CommandResult:
+        """Run a shell command and log what it changed in the workspace.
+
+        The index is brought up to date first, so what the user changed since is
+        theirs, not the command's; after the command (whatever became of it:
+        failed, timed out, cancelled) its changes are logged as file snapshots of
+        this turn, whose "before" content the index already holds.
+        """
+        index = self.settings.index
+        assert index is not None
+        await index.refresh()
+        try:
+            return await self.settings.workspace.run_command(command, timeout, max_output)
+        finally:
+            await finish_even_if_cancelled(self._log_command_changes(index))
+
+    async def _log_command_changes(self, index: WorkspaceIndex) -> None:
+        found = await index.changes()
+        records: list[ev.Event] = [
+            ev.FileSnapshot(
+                path=change.path,
+                before=change.before,
+                after=change.after,
+                by_command=True,
+                executable_before=change.executable_before,
+                executable_after=change.executable_after,
+            )
+            for change in found.changes
+        ]
+        if found.not_captured:
+            records.append(ev.UncapturedChanges(paths=found.not_captured))
+        if records:
+            await self.state.append(records)
 
     async def _change_file(self, path: str, data: bytes | None) -> None:
         """Write-ahead: the old and new content are stored and logged before the write.

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
-from ..workspace import Workspace
+from ..workspace import CommandResult, Workspace
 
 
 @attrs.define
@@ -21,6 +21,10 @@ class ToolContext:
     workspace's display path (:meth:`Workspace.relative`), so one file always
     has one name in events however the model spelled it.
     """
+    run_command: Callable[[str, float, int], Awaitable[CommandResult]] | None = None
+    """Run a shell command: ``(command, timeout, max_output)``. The engine's
+    captures what the command changed in the workspace; None runs it through the
+    workspace directly."""
 
 
 @attrs.define

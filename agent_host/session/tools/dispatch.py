@@ -20,9 +20,12 @@ async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     if not command.strip():
         raise ToolError("command is empty")
     timeout = float(args.get("timeout", COMMAND_DEFAULT_TIMEOUT))
-    result = await ctx.workspace.run_command(
-        command, timeout=timeout, max_output=COMMAND_MAX_OUTPUT
-    )
+    if ctx.run_command is not None:
+        result = await ctx.run_command(command, timeout, COMMAND_MAX_OUTPUT)
+    else:
+        result = await ctx.workspace.run_command(
+            command, timeout=timeout, max_output=COMMAND_MAX_OUTPUT
+        )
     output = result.output.rstrip("\n") or "(no output)"
     if result.timed_out:
         status = (

@@ -1,0 +1,420 @@
+"""Capturing what a command changed in the workspace, as file snapshots.
+
+A command can change any file, and says nothing of it. What it changed is found by
+comparing the disk with an index the engine keeps: path -> lstat signature -> blob
+of the content. The index learns every file's content before any command runs (the
+first index, then :meth:`WorkspaceIndex.refresh` before each command), so the
+content a file had before a command is already in the blob store when the command
+changes it; :meth:`WorkspaceIndex.changes` after the command lstats every entry and
+reads only the files whose stat moved.
+
+A shadow git commit per checkpoint would find the same changes, but it compresses
+and writes every file of the workspace the first time and walks it all each time;
+here an unchanged file costs one lstat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from .blobs import BlobStore
+from .capture_walk import (
+    Sig,
+    Walk,
+    Walker,
+    is_executable,
+    is_regular,
+    sig_of,
+)
+from .errors import PathOutsideWorkspace
+from .workspace.paths import relative_in_roots
+
+log = logging.getLogger(__name__)
+
+# Folder names never walked, at any depth. Each is big, rebuilt by a tool, or both,
+# and a restore should not rewind it: .git (git's own store, which commands like
+# `git commit` change on purpose); node_modules (npm/yarn installs); .venv and venv
+# (Python virtualenvs); __pycache__ (bytecode); .mypy_cache and .pytest_cache (tool
+# caches); .tox (tox's environments); .gradle (Gradle's caches); target (Cargo and
+# Maven output); dist and build (packaging and build output). A source folder that
+# happens to have one of these names is not captured either: a change of its own
+# entries shows as "build/" in not_captured.
+DEFAULT_IGNORES: tuple[str, ...] = (
+    ".git",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".tox",
+    ".gradle",
+    "target",
+    "dist",
+    "build",
+)
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Files larger than this (8 MiB) are indexed by stat only, never read or stored: past
+this size a file is data (a database, a model, a video), and a snapshot of each
+version of it would grow the blob store by as much. Their changes are reported in
+:attr:`CapturedChanges.not_captured`."""
+
+_READ_BATCH_BYTES = 16 * 1024 * 1024
+"""Content read before it is stored and let go: a first index of a large workspace
+never holds more than this (plus one file) in memory."""
+
+_RACY_NS = 3_000_000_000
+"""A file whose mtime is this close to the moment it was read may change again within
+the same timestamp tick and keep its stat (ext4's clock ticks every few ms; ext3 and
+HFS+ store whole seconds, FAT two). Such a file is read again at the next pass."""
+
+
+@attrs.define
+class FileChange:
+    """One file a command created, changed or deleted."""
+
+    path: str
+    """Display path: posix, relative to the first root (absolute for other roots)."""
+    before: str | None
+    """Blob id of the content before; None if the file did not exist."""
+    after: str | None
+    """Blob id of the content after; None if the file was deleted."""
+    executable_before: bool | None
+    """The owner-exec bit before; None if the file did not exist."""
+    executable_after: bool | None
+
+
+@attrs.define
+class CapturedChanges:
+    """What :meth:`WorkspaceIndex.changes` found.
+
+    Changes deep inside an ignored folder (``node_modules/``, a .gitignored folder)
+    are not seen: only the folder's own entries are looked at.
+    """
+
+    changes: list[FileChange]
+    """Sorted by path. A rename is a delete plus a create."""
+    not_captured: list[str]
+    """Sorted paths that changed but were not captured: files over the size cap,
+    .gitignored files, symlinks and other non-files, files that could not be read
+    (or vanished while being read, or whose content before was not known), and
+    ignored folders whose own entries changed, shown with a slash ("node_modules/")."""
+
+
+_Entry = tuple[Sig, "str | None"]
+"""An index entry: the lstat signature, and the blob of the content it had (None if
+not captured)."""
+
+
+@attrs.define
+class _Read:
+    """A file a pass reads: its stat moved, it is racy, or its content is not known."""
+
+    path: str
+    sig: Sig
+    old: _Entry | None
+    report: bool
+    """A change of it is the command's: not a refresh, not the engine's own write,
+    not a file that turned up in a folder that was not walked before."""
+
+
+@attrs.define
+class _Plan:
+    """What a pass found by stat alone, and what it must read."""
+
+    reads: list[_Read]
+    updates: dict[str, _Entry]
+    removals: list[str]
+    changes: list[FileChange]
+    not_captured: list[str]
+    folders: dict[str, object]
+    started_ns: int
+
+
+class WorkspaceIndex:
+    """path -> (size, mtime_ns, inode, mode) -> blob, for the files under the roots.
+
+    Passes (the first index, :meth:`refresh`, :meth:`changes`) run one at a time.
+    Only files are captured; symlinks are not followed, and folders are implied by
+    the files in them (an empty folder a command made or removed is not seen).
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        blobs: BlobStore,
+        *,
+        ignore: Sequence[str] = DEFAULT_IGNORES,
+        max_file_bytes: int = MAX_FILE_BYTES,
+    ) -> None:
+        if not roots:
+            raise ValueError("a workspace index needs at least one root folder")
+        self._roots = [Path(os.path.realpath(r)) for r in roots]
+        self._blobs = blobs
+        self._max = max_file_bytes
+        self._walker = Walker(self._roots, ignore, max_file_bytes)
+        self._files: dict[str, _Entry] = {}
+        self._folders: dict[str, object] = {}
+        self._racy: set[str] = set()
+        self._stale: set[str] = set()
+        self._lock = asyncio.Lock()
+        # A pass cancelled while its walk runs leaves the walk running on its
+        # thread; the next pass's walk waits for it rather than racing it.
+        self._plan_lock = threading.Lock()
+        self._first: asyncio.Task[CapturedChanges] | None = None
+        self._indexed = False
+
+    def start(self) -> None:
+        """Begin the first index in a background task, if not begun already."""
+        if self._first is None and not self._indexed:
+            self._first = asyncio.get_running_loop().create_task(
+                self._pass(report=False), name="workspace-index"
+            )
+            self._first.add_done_callback(_log_failure)
+
+    async def refresh(self) -> None:
+        """Await the first index, then bring the index up to date with the disk: files
+        changed since the last pass are read and stored, not reported (they are the
+        user's, made between commands). Call it before each command."""
+        await self._indexed_once()
+        await self._pass(report=False)
+
+    async def changes(self) -> CapturedChanges:
+        """What changed since the last pass, the new contents stored (as durably as
+        the old ones already are). Call it after the command. Files that cannot be
+        read are listed in ``not_captured``; only the blob store's errors raise."""
+        await self._indexed_once()
+        return await self._pass(report=True)
+
+    def forget(self, path: str) -> None:
+        """The engine's own tools changed ``path`` (a display path, or one relative to
+        the first root): the next pass reads it again and takes its content as known,
+        without reporting it. Call refresh() before the next command as usual."""
+        try:
+            shown = relative_in_roots(self._roots, Path(path))
+        except PathOutsideWorkspace:
+            return
+        self._stale.add(shown)
+
+    async def close(self) -> None:
+        """Cancel the first index if it is still running."""
+        task, self._first = self._first, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _indexed_once(self) -> None:
+        if self._indexed:
+            return
+        self.start()
+        task = self._first
+        assert task is not None
+        try:
+            # Shielded: a caller cancelled while waiting leaves the index to finish.
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the caller was cancelled, not the index
+            self._first = None
+            raise
+        except BaseException:
+            self._first = None  # the next caller tries again
+            raise
+
+    async def _pass(self, report: bool) -> CapturedChanges:
+        async with self._lock:
+            stale = frozenset(self._stale)
+            plan = await asyncio.to_thread(self._plan, stale, report)
+            found: list[tuple[_Read, Sig | None, str | None]] = []
+            for batch in _batches(plan.reads):
+                results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
+                datas = [data for _, _, data in results if data is not None]
+                ids = iter(await self._blobs.put_many(datas) if datas else ())
+                found.extend(
+                    (item, sig, None if data is None else next(ids)) for item, sig, data in results
+                )
+            # No await from here on: a pass cancelled before this left the index as
+            # it was, so nothing it saw is lost; the next pass sees it again.
+            racy_from = plan.started_ns - _RACY_NS
+            racy: set[str] = set()
+            files = self._files
+            for path in plan.removals:
+                files.pop(path, None)
+            files.update(plan.updates)
+            for item, sig, blob in found:
+                if sig is None:  # gone, or no longer a file, between the walk and the read
+                    files.pop(item.path, None)
+                    if item.old is not None and item.old[1] is not None:
+                        if item.report:
+                            plan.changes.append(_deleted(item.path, item.old))
+                    elif item.report:
+                        plan.not_captured.append(item.path)
+                    continue
+                files[item.path] = (sig, blob)
+                if blob is not None and sig[1] >= racy_from:
+                    racy.add(item.path)
+                if item.report:
+                    _report(item, sig, blob, plan)
+            self._folders = plan.folders
+            self._racy = racy
+            self._stale -= stale
+            self._indexed = True
+            if not report:
+                return CapturedChanges([], [])
+            plan.changes.sort(key=lambda c: c.path)
+            return CapturedChanges(plan.changes, sorted(set(plan.not_captured)))
+
+    def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
+        """Walk, and diff the walk against the index (on a worker thread)."""
+        with self._plan_lock:
+            walk = self._walker.walk()
+            return self._diff(walk, stale, report)
+
+    def _diff(self, walk: Walk, stale: frozenset[str], report: bool) -> _Plan:
+        files, racy, old_folders = self._files, self._racy, self._folders
+        stat_only = walk.stat_only
+        plan = _Plan([], {}, [], [], [], dict(walk.folders), walk.started_ns)
+        reads, updates, not_captured = plan.reads, plan.updates, plan.not_captured
+        known = 0
+        for path, sig in walk.files.items():
+            old = files.get(path)
+            if old is not None:
+                known += 1
+                if old[0] == sig and path not in racy and path not in stale:
+                    if old[1] is None and path not in stat_only:  # content not known yet
+                        reads.append(_Read(path, sig, old, False))
+                    continue
+            # New here, but in a folder not walked before: what it held then is unknown.
+            tell = report and path not in stale and not (old is None and _under(path, old_folders))
+            if path not in stat_only:
+                reads.append(_Read(path, sig, old, tell))
+                continue
+            if old is not None and old[0] == sig:
+                continue  # a stale or racy entry now kept by stat only: nothing to read
+            updates[path] = (sig, None)
+            if tell:
+                not_captured.append(path)
+                if old is not None and old[1] is not None and not is_regular(sig):
+                    # A file replaced by a symlink (or a fifo): the file is gone.
+                    plan.changes.append(_deleted(path, old))
+        if known < len(files):
+            for path in files.keys() - walk.files.keys():
+                if _under(path, walk.folders):
+                    continue  # in a folder not walked now: kept as it was
+                plan.removals.append(path)
+                old = files[path]
+                if report and path not in stale:
+                    if old[1] is not None:
+                        plan.changes.append(_deleted(path, old))
+                    else:
+                        not_captured.append(path)
+        for key in walk.folders.keys() | old_folders.keys():
+            now, then = walk.folders.get(key), old_folders.get(key)
+            if now is None and _under(key, walk.folders):
+                plan.folders[key] = then  # inside a folder that could not be listed
+            elif now != then and report:
+                not_captured.append(key)
+        return plan
+
+
+def _report(item: _Read, sig: Sig, blob: str | None, plan: _Plan) -> None:
+    """Add what reading ``item`` found to ``plan``'s changes or not_captured."""
+    old = item.old
+    if blob is None or (old is not None and old[1] is None):
+        plan.not_captured.append(item.path)  # the content now, or before, is not known
+    elif old is None:
+        plan.changes.append(FileChange(item.path, None, blob, None, is_executable(sig)))
+    elif old[1] != blob or is_executable(old[0]) != is_executable(sig):
+        plan.changes.append(
+            FileChange(item.path, old[1], blob, is_executable(old[0]), is_executable(sig))
+        )
+
+
+def _deleted(path: str, old: _Entry) -> FileChange:
+    return FileChange(path, old[1], None, is_executable(old[0]), None)
+
+
+def _under(path: str, folders: dict[str, object]) -> bool:
+    """Whether ``path`` is inside one of ``folders`` (keys ending in "/")."""
+    if not folders:
+        return False
+    if "./" in folders and not path.startswith("/"):
+        return True
+    cut = path.find("/", 1)
+    while cut != -1:
+        if path[: cut + 1] in folders:
+            return True
+        cut = path.find("/", cut + 1)
+    return False
+
+
+def _batches(reads: list[_Read]) -> Iterator[list[_Read]]:
+    batch: list[_Read] = []
+    size = 0
+    for item in reads:
+        batch.append(item)
+        size += item.sig[0]
+        if size >= _READ_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _read_batch(
+    root: Path, batch: list[_Read], max_bytes: int
+) -> list[tuple[_Read, Sig | None, bytes | None]]:
+    """(item, sig, content) for each file: sig None if it is gone or no longer a
+    regular file; content None if it could not be read whole."""
+    # A display path is relative to the first root, or absolute (join keeps those).
+    return [
+        (item, *_read_file(os.path.join(root, item.path), item.sig, max_bytes)) for item in batch
+    ]
+
+
+def _read_file(path: str, walked: Sig, max_bytes: int) -> tuple[Sig | None, bytes | None]:
+    for _ in range(2):
+        try:
+            # O_NOFOLLOW: a file swapped for a symlink is not read through it;
+            # O_NONBLOCK: nor is one swapped for a fifo waited on.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except OSError as exc:
+            return (None, None) if exc.errno == errno.ELOOP else (walked, None)
+        try:
+            before = sig_of(os.fstat(fd))
+            if not is_regular(before):
+                return None, None
+            if before[0] > max_bytes:
+                return before, None
+            want, chunks = before[0] + 1, []  # a byte past the size shows a file that grew
+            while want > 0:
+                chunk = os.read(fd, want)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                want -= len(chunk)
+            after = sig_of(os.fstat(fd))
+        except OSError:
+            return walked, None
+        finally:
+            os.close(fd)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if after == before and len(data) == before[0]:
+            return before, data
+    return walked, None  # written to while it was read, twice
+
+
+def _log_failure(task: asyncio.Task[CapturedChanges]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the first workspace index failed", exc_info=task.exception())

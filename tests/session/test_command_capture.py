@@ -1,0 +1,143 @@
+"""What a turn's shell commands change is captured, listed, restored and undone
+exactly, like the agent's own edits; what is not captured is said."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from agent_host.session import events as ev
+from agent_host.session.host import AgentHost
+
+from ..conftest import make_backend
+from .test_host import script
+
+SCRIPT_SH = "#!/bin/sh\necho hi\n"
+
+
+def tree(root) -> dict[str, tuple[bytes, bool]]:
+    """Every file: its bytes and whether its owner may execute it."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and ".git" not in path.parts:
+            executable = bool(path.stat().st_mode & stat.S_IXUSR)
+            out[path.relative_to(root).as_posix()] = (path.read_bytes(), executable)
+    return out
+
+
+def command(text: str) -> dict:
+    return {"tool_calls": [{"name": "run_command", "arguments": {"command": text}}]}
+
+
+@pytest.fixture(params=["file", "sqlite"])
+def backend(request, tmp_path):
+    return make_backend(request.param, tmp_path)
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "a.py").write_text("a = 1\n")
+    (root / "b.txt").write_text("bee\n")
+    (root / "old.txt").write_text("moved away\n")
+    (root / "run.sh").write_text(SCRIPT_SH)
+    (root / "src" / "m.py").write_text("x = 1\ny = 2\n")
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "node_modules").mkdir()
+    return root
+
+
+async def test_a_commands_edits_are_restored_and_undone_exactly(tmp_path, ws, backend):
+    steps = [
+        command(
+            "sed -i 's/1/100/' a.py && rm b.txt && mv old.txt new.txt && "
+            "mkdir -p gen/deep && echo made > gen/deep/f.txt && chmod +x run.sh && "
+            "python3 -c \"open('blob.bin','wb').write(bytes(range(256)))\" && "
+            "cd src && sed -i 's/y = 2/y = 3/' m.py"
+        ),
+        {"text": "changed things"},
+        command("echo one > half.txt && false && echo two > never.txt"),
+        {"text": "failed halfway"},
+    ]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    before = tree(ws)
+    first = await host.send("change things with the shell")
+    second = await host.send("and fail halfway")
+    after = tree(ws)
+    assert after["a.py"][0] == b"a = 100\n" and after["run.sh"][1]
+    assert "half.txt" in after and "never.txt" not in after
+
+    cp1, cp2 = await host.list_checkpoints()
+    assert sorted(cp1.files) == sorted(
+        ["a.py", "b.txt", "old.txt", "new.txt", "gen/deep/f.txt", "run.sh", "blob.bin", "src/m.py"]
+    )
+    assert sorted(cp1.from_commands) == sorted(cp1.files)
+    assert cp2.files == ["half.txt"] == cp2.from_commands
+
+    restored = await host.restore(host.session_id, first.checkpoint)
+    assert tree(ws) == before  # bytes and exec bits
+    assert restored.conflicts == [] and restored.not_captured == []
+    await host.undo_restore()
+    assert tree(ws) == after
+    await host.restore(host.session_id, second.checkpoint)
+    assert "half.txt" not in tree(ws) and tree(ws)["a.py"][0] == b"a = 100\n"
+    await host.close()
+
+
+async def test_ignored_and_oversized_changes_are_reported_not_captured(tmp_path, ws, backend):
+    steps = [
+        command("echo x > debug.log && echo y > node_modules/dep.js && echo z > a.py"),
+        {"text": "done"},
+    ]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    result = await host.send("make noise")
+    (checkpoint,) = await host.list_checkpoints()
+    assert checkpoint.files == ["a.py"]
+    assert sorted(checkpoint.not_captured) == ["debug.log", "node_modules/"]
+    restored = await host.restore(host.session_id, result.checkpoint)
+    assert sorted(restored.not_captured) == ["debug.log", "node_modules/"]
+    assert (ws / "a.py").read_text() == "a = 1\n"
+    assert (ws / "debug.log").exists()  # said, not silently left
+    await host.close()
+
+
+async def test_the_users_edits_between_turns_are_not_the_commands(tmp_path, ws, backend):
+    steps = [command("echo agent > a.py"), {"text": "1"}, command("true"), {"text": "2"}]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    first = await host.send("one")
+    (ws / "b.txt").write_text("the user's b\n")  # between turns
+    await host.send("two")
+    events = await host.store.read(host.session_id)
+    snapshots = [e for e in events if type(e) is ev.FileSnapshot]
+    assert [s.path for s in snapshots] == ["a.py"]
+    (ws / "a.py").write_text("the user's a\n")
+    restored = await host.restore(host.session_id, first.checkpoint)
+    assert restored.conflicts == ["a.py"]  # the user's edit after the command: kept
+    assert (ws / "a.py").read_text() == "the user's a\n"
+    assert (ws / "b.txt").read_text() == "the user's b\n"
+    await host.close()
+
+
+async def test_without_capture_a_command_changes_nothing_in_the_log(tmp_path, ws):
+    steps = [command("echo z > a.py"), {"text": "done"}]
+    host = AgentHost(
+        store=tmp_path / "store",
+        model=script(tmp_path, steps),
+        workdir=ws,
+        auto_compact=None,
+        capture_commands=False,
+    )
+    await host.send("go")
+    (checkpoint,) = await host.list_checkpoints()
+    assert checkpoint.files == []
+    await host.close()
+    assert os.path.exists(ws / "a.py")
