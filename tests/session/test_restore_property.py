@@ -73,8 +73,12 @@ class RestoreMachine(RuleBasedStateMachine):
         )
         self.files = dict(INITIAL)
         self.turns: list[tuple[int, dict[str, str]]] = []  # (checkpoint, files before it)
-        self.undo: tuple[dict[str, str], list] | None = None
+        self.undo: tuple[dict[str, str], list, set[str]] | None = None
         self.counter = 0
+        self.users: set[str] = set()
+        """Paths the user changed since the session last wrote them: a restore
+        leaves them (conflicts), and so does an undo, if changed after the restore."""
+        self.users_since_restore: set[str] = set()
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -82,9 +86,10 @@ class RestoreMachine(RuleBasedStateMachine):
     def turn(self, name: str, arguments: dict, apply) -> None:
         before = dict(self.files)
         self.model.queue.append((name, arguments))
-        result = self.run(self.host.send(f"{name} {arguments.get('path')}"))
+        result = self.run(self.host.send(f"{name} {arguments.get('path') or ''}"))
         assert result.stop_reason == "end_turn"
         apply()
+        self.users.discard(arguments.get("path"))
         self.turns.append((result.checkpoint, before))
         self.undo = None
 
@@ -118,22 +123,53 @@ class RestoreMachine(RuleBasedStateMachine):
             return
         self.turn("delete_file", {"path": path}, lambda: self.files.pop(path))
 
+    @rule(path=st.sampled_from(PATHS), delete=st.booleans())
+    def command(self, path, delete):
+        """The same changes through the shell: captured, not written by the tools."""
+        if delete:
+            shell, apply = f"rm -f {path}", lambda: self.files.pop(path, None)
+        else:
+            text = self.fresh()
+            shell = f"mkdir -p $(dirname {path}) && printf '%s\\n' '{text.strip()}' > {path}"
+            apply = lambda: self.files.__setitem__(path, text)  # noqa: E731
+        self.turn("run_command", {"command": shell}, apply)
+        self.users.discard(path)
+
+    @rule(path=st.sampled_from([*PATHS, "keep.txt"]))
+    def user_edit(self, path):
+        """The user edits a file between turns, outside the session."""
+        text = f"the user's {self.fresh()}"
+        (self.ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (self.ws / path).write_text(text)
+        self.files[path] = text
+        self.users.add(path)
+        self.users_since_restore.add(path)
+
     @precondition(lambda self: self.turns)
     @rule(data=st.data(), files=st.booleans())
     def restore(self, data, files):
         index = data.draw(st.integers(0, len(self.turns) - 1))
         checkpoint, before = self.turns[index]
-        self.undo = (dict(self.files), list(self.turns))
-        self.run(self.host.restore(self.host.session_id, checkpoint, files=files))
+        self.undo = (dict(self.files), list(self.turns), set(self.users))
+        done = self.run(self.host.restore(self.host.session_id, checkpoint, files=files))
         if files:
-            self.files = dict(before)
+            # The user's files are conflicts: left as they are, everything else back.
+            mine = {p: t for p, t in self.files.items() if p in self.users}
+            self.files = {p: t for p, t in before.items() if p not in self.users} | mine
+            assert set(done.conflicts) <= self.users
         self.turns = self.turns[:index]
+        self.users_since_restore = set()
 
     @precondition(lambda self: self.undo is not None)
     @rule()
     def undo_restore(self):
         self.run(self.host.undo_restore())
-        self.files, self.turns = self.undo
+        files, self.turns, users = self.undo
+        # What the user changed after the restore stays as they left it.
+        later = {p: self.files.get(p) for p in self.users_since_restore}
+        self.files = {p: t for p, t in files.items() if p not in later}
+        self.files |= {p: t for p, t in later.items() if t is not None}
+        self.users = users | self.users_since_restore
         self.undo = None
 
     @invariant()
