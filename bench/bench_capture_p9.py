@@ -44,10 +44,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import default_base, git_state, load_average, quantile
+from bench_common import (
+    default_base,
+    filesystem_of,
+    fmt_ms,
+    git_state,
+    io_pressure,
+    load_average,
+    quantile,
+)
 
 # The header helpers P4 prints with; shared rather than copied.
-from bench_restore_p4 import filesystem_of, fmt_ms, io_pressure
 
 GITIGNORE = "*.pyc\n*.log\n*.tmp\n.env\n/coverage/\n*.egg-info/\n.DS_Store\n/scratch/\n"
 WARMUP = 1

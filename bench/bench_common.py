@@ -53,3 +53,33 @@ def git_state() -> str:
     rev = git("rev-parse", "--short", "HEAD") or "?"
     dirty = git("status", "--porcelain", "--", "agent_host")
     return rev + (" + uncommitted changes to agent_host" if dirty else "")
+
+
+def filesystem_of(path: Path) -> str:
+    """'<device> <fstype> on <mount point>' for the filesystem holding ``path``."""
+    best = ("?", "?", "")
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                dev, mnt, fstype = line.split()[:3]
+                mnt = mnt.replace("\\040", " ")
+                if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) >= len(best[2]):
+                    best = (dev, fstype, mnt)
+    except OSError:
+        pass
+    return f"{best[0]} {best[1]} on {best[2] or '?'}"
+
+
+def io_pressure() -> str:
+    """The share of the last 10 s some task waited for I/O (PSI): other tenants' syncs
+    slow the floor and the restore alike, and show here."""
+    try:
+        with open("/proc/pressure/io") as f:
+            return f", io pressure {f.readline().split()[1].split('=')[1]}%"
+    except (OSError, IndexError):
+        return ""
+
+
+def fmt_ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import default_base, git_state, load_average
+from bench_common import default_base, filesystem_of, git_state, load_average
 from bench_store_common import Row, print_section
 from bench_store_p1 import bench_append
 from bench_store_p2 import TURNS, bench_load
@@ -41,21 +41,6 @@ from bench_store_p3 import SESSIONS, bench_list
 # --------------------------------------------------------------------------- main
 
 RESULTS: list[tuple[str, list[Row]]] = []
-
-
-def filesystem_of(path: Path) -> str:
-    """'<device> <fstype> on <mount point>' for the filesystem holding ``path``."""
-    best = ("?", "?", "")
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                dev, mnt, fstype = line.split()[:3]
-                mnt = mnt.replace("\\040", " ")
-                if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) >= len(best[2]):
-                    best = (dev, fstype, mnt)
-    except OSError:
-        pass
-    return f"{best[0]} {best[1]} on {best[2] or '?'}"
 
 
 def header(base: Path, args: argparse.Namespace) -> None:

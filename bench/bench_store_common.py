@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bench_common import quantile
+from bench_common import fmt_ms, quantile
 
 from agent_host.session.events import AssistantMessage, ToolCall, ToolResult, UserPrompt
 
@@ -123,11 +123,6 @@ class Row:
         if self.limit_ms is not None:
             out.append(self.samples.median * 1e3 <= self.limit_ms)
         return out
-
-
-def fmt_ms(seconds: float) -> str:
-    ms = seconds * 1e3
-    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
 
 
 def print_section(title: str, rows: list[Row]) -> None:
