@@ -8,11 +8,13 @@ changes and when to restore (to any checkpoint) or undo the last restore.
 from __future__ import annotations
 
 import asyncio
+import copy
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import attrs
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -58,6 +60,15 @@ def disk(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
 
 
+@attrs.define
+class Turn:
+    checkpoint: int
+    before: dict[str, str]
+    """The files as they were just before the turn: what a restore to it puts back."""
+    changed_after: set[str]
+    """Paths the agent changed in this turn or later."""
+
+
 class RestoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -72,7 +83,7 @@ class RestoreMachine(RuleBasedStateMachine):
             store=self.tmp / "store", provider=self.model, workdir=self.ws, auto_compact=None
         )
         self.files = dict(INITIAL)
-        self.turns: list[tuple[int, dict[str, str]]] = []  # (checkpoint, files before it)
+        self.turns: list[Turn] = []
         self.undo: tuple[dict[str, str], list, set[str]] | None = None
         self.counter = 0
         self.users: set[str] = set()
@@ -83,14 +94,18 @@ class RestoreMachine(RuleBasedStateMachine):
     def run(self, coro):
         return self.loop.run_until_complete(coro)
 
-    def turn(self, name: str, arguments: dict, apply) -> None:
+    def turn(self, name: str, arguments: dict, apply, path: str | None = None) -> None:
+        path = path or arguments["path"]
         before = dict(self.files)
         self.model.queue.append((name, arguments))
-        result = self.run(self.host.send(f"{name} {arguments.get('path') or ''}"))
+        result = self.run(self.host.send(f"{name} {path}"))
         assert result.stop_reason == "end_turn"
         apply()
-        self.users.discard(arguments.get("path"))
-        self.turns.append((result.checkpoint, before))
+        changed = {path} if before.get(path) != self.files.get(path) else set()
+        self.users -= changed  # the agent wrote it last now
+        for earlier in self.turns:
+            earlier.changed_after |= changed
+        self.turns.append(Turn(result.checkpoint, before, changed))
         self.undo = None
 
     def fresh(self) -> str:
@@ -132,8 +147,7 @@ class RestoreMachine(RuleBasedStateMachine):
             text = self.fresh()
             shell = f"mkdir -p $(dirname {path}) && printf '%s\\n' '{text.strip()}' > {path}"
             apply = lambda: self.files.__setitem__(path, text)  # noqa: E731
-        self.turn("run_command", {"command": shell}, apply)
-        self.users.discard(path)
+        self.turn("run_command", {"command": shell}, apply, path)
 
     @rule(path=st.sampled_from([*PATHS, "keep.txt"]))
     def user_edit(self, path):
@@ -144,20 +158,30 @@ class RestoreMachine(RuleBasedStateMachine):
         self.files[path] = text
         self.users.add(path)
         self.users_since_restore.add(path)
+        # Restoring to a checkpoint takes back the agent's changes only: back to a
+        # point after which the agent never changed this file, it keeps the user's.
+        for turn in self.turns:
+            if path not in turn.changed_after:
+                turn.before[path] = text
 
     @precondition(lambda self: self.turns)
     @rule(data=st.data(), files=st.booleans())
     def restore(self, data, files):
         index = data.draw(st.integers(0, len(self.turns) - 1))
-        checkpoint, before = self.turns[index]
-        self.undo = (dict(self.files), list(self.turns), set(self.users))
+        checkpoint, before = self.turns[index].checkpoint, self.turns[index].before
+        self.undo = (dict(self.files), copy.deepcopy(self.turns), set(self.users))
         done = self.run(self.host.restore(self.host.session_id, checkpoint, files=files))
         if files:
             # The user's files are conflicts: left as they are, everything else back.
             mine = {p: t for p, t in self.files.items() if p in self.users}
             self.files = {p: t for p, t in before.items() if p not in self.users} | mine
             assert set(done.conflicts) <= self.users
-        self.turns = self.turns[:index]
+            self.turns = self.turns[:index]
+        else:  # the removed turns' edits stay on disk, after every remaining turn
+            carried = set().union(*(t.changed_after for t in self.turns[index:]))
+            self.turns = self.turns[:index]
+            for turn in self.turns:
+                turn.changed_after |= carried
         self.users_since_restore = set()
 
     @precondition(lambda self: self.undo is not None)
@@ -170,6 +194,10 @@ class RestoreMachine(RuleBasedStateMachine):
         self.files = {p: t for p, t in files.items() if p not in later}
         self.files |= {p: t for p, t in later.items() if t is not None}
         self.users = users | self.users_since_restore
+        for path in self.users_since_restore & set(self.files):
+            for turn in self.turns:
+                if path not in turn.changed_after:
+                    turn.before[path] = self.files[path]
         self.undo = None
 
     @invariant()
@@ -179,7 +207,7 @@ class RestoreMachine(RuleBasedStateMachine):
     @invariant()
     def checkpoints_match_the_model(self):
         checkpoints = self.run(self.host.list_checkpoints())
-        assert [c.seq for c in checkpoints] == [seq for seq, _ in self.turns]
+        assert [c.seq for c in checkpoints] == [t.checkpoint for t in self.turns]
 
     def teardown(self):
         self.run(self.host.close())
