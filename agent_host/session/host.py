@@ -25,7 +25,6 @@ from .errors import CapabilityUnsupported, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
-from .restore import RestoreResult, UndoResult, finish_pending, restore_to, undo_last_restore
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -33,6 +32,7 @@ from .workspace import DiskWorkspace, Workspace
 
 if TYPE_CHECKING:
     from .capture import WorkspaceIndex
+    from .restore import RestoreResult, UndoResult
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
@@ -215,7 +215,7 @@ class AgentHost:
             index=self._workspace_index(),
         )
         async with self.store.turn_lease(sid):
-            await finish_pending(state, self.workspace)
+            await _finish_pending(state, self.workspace)
             return await run_turn(state, prompt, settings)
 
     # -- restore
@@ -239,6 +239,8 @@ class AgentHost:
                 raise ValueError("restore needs files, conversation or both")
             self._refuse_if_running(session_id)  # one may have started while we waited
             state = await self._settled(session_id)
+            from .restore import restore_to
+
             return await restore_to(state, self.workspace, seq, files, conversation, force)
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
@@ -246,6 +248,8 @@ class AgentHost:
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
+            from .restore import undo_last_restore
+
             return await undo_last_restore(await self._settled(sid), self.workspace)
 
     # -- compaction
@@ -318,7 +322,7 @@ class AgentHost:
     async def _settled(self, session_id: str) -> SessionState:
         """The session, with a restore a crash interrupted finished (holding its lease)."""
         state = await self._state(session_id)
-        await finish_pending(state, self.workspace)
+        await _finish_pending(state, self.workspace)
         return state
 
     async def _state(self, session_id: str) -> SessionState:
@@ -385,6 +389,13 @@ class AgentHost:
             raise CapabilityUnsupported(
                 f"{what} needs stored sessions, but this host was created with sessions=False"
             )
+
+
+async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
+    # restore.py is loaded on first use, out of the server's start-up (P5).
+    from .restore import finish_pending
+
+    await finish_pending(state, workspace)
 
 
 def _started_model(events: list[ev.Event]) -> str | None:
