@@ -42,13 +42,6 @@ class Recorder:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "ws"
-    r.mkdir()
-    return r.resolve()
-
-
-@pytest.fixture
 def recorder(root: Path) -> Recorder:
     return Recorder(DiskWorkspace([root]))
 

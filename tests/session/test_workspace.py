@@ -15,21 +15,6 @@ from agent_host.session.workspace import DiskWorkspace, compile_glob
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "ws"
-    r.mkdir()
-    return r.resolve()
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    o = tmp_path / "outside"
-    o.mkdir()
-    (o / "secret.txt").write_text("secret")
-    return o.resolve()
-
-
-@pytest.fixture
 def ws(root: Path) -> DiskWorkspace:
     return DiskWorkspace([root])
 

@@ -143,21 +143,6 @@ async def test_a_folder_flipping_to_an_outside_symlink_never_lets_a_write_out(la
 # --- a swap at one chosen moment: after resolve, before the walk ---------------------
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "ws"
-    r.mkdir()
-    return r.resolve()
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    o = tmp_path / "outside"
-    o.mkdir()
-    (o / "secret.txt").write_text("secret")
-    return o.resolve()
-
-
 def _swap_after_resolve(monkeypatch, ws: DiskWorkspace, swap) -> None:
     resolve = ws.resolve
 
