@@ -26,6 +26,7 @@ class ErrorCode(IntEnum):
     STORE_UNAVAILABLE = -32009
     SNAPSHOT_UNAVAILABLE = -32010
     IO_ERROR = -32011
+    HOST_CLOSED = -32012
 
 
 _CODES: dict[type[Exception], ErrorCode] = {
@@ -44,6 +45,8 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.TurnInProgress: ErrorCode.TURN_IN_PROGRESS,
     session_errors.ModelError: ErrorCode.MODEL_ERROR,
     session_errors.CapabilityUnsupported: ErrorCode.UNSUPPORTED_CAPABILITY,
+    session_errors.HostClosed: ErrorCode.HOST_CLOSED,
+    session_errors.StateIncompatible: ErrorCode.INCOMPATIBLE_STATE,
     session_errors.PermissionDenied: ErrorCode.PERMISSION_DENIED,
     session_errors.PathOutsideWorkspace: ErrorCode.INVALID_PARAMS,
     session_errors.WorkspaceMismatch: ErrorCode.INCOMPATIBLE_STATE,

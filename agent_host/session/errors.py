@@ -107,6 +107,16 @@ class TurnInProgress(AgentHostError):
     """A turn is already running in this session; one turn at a time."""
 
 
+class HostClosed(AgentHostError):
+    """The host was closed: its model connections and store are released. Open a
+    new one (or resume the session from its State) to go on."""
+
+
+class StateIncompatible(AgentHostError, ValueError):
+    """Bytes given as a session State that this version cannot resume from: not a
+    State at all, a State of another harness, or one of a newer format."""
+
+
 class CapabilityUnsupported(AgentHostError):
     """The host was configured without what this call needs (e.g. ``sessions=False``)."""
 

@@ -46,12 +46,16 @@ class UserPrompt(Event):
 
     type: ClassVar[str] = "user_prompt"
     text: str
+    item: dict[str, Any] | None = None
+    """The Responses API item this came as (through ``add_items``), kept verbatim
+    so the Agents SDK reads back exactly what it stored; None for our own turns."""
 
 
 @attrs.define(kw_only=True, slots=True)
 class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
     text: str
+    item: dict[str, Any] | None = None
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -60,6 +64,7 @@ class ToolCall(Event):
     call_id: str
     name: str
     arguments: dict[str, Any] = attrs.field(factory=dict)
+    item: dict[str, Any] | None = None
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -68,6 +73,17 @@ class ToolResult(Event):
     call_id: str
     output: str
     is_error: bool = False
+    item: dict[str, Any] | None = None
+
+
+@attrs.define(kw_only=True, slots=True)
+class InputItem(Event):
+    """A Responses API item the conversation has no place for -- reasoning, a
+    system or developer message, a type this version does not know -- stored
+    through ``add_items`` and given back verbatim by ``get_items``."""
+
+    type: ClassVar[str] = "input_item"
+    item: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -114,7 +130,9 @@ class Usage(Event):
     type: ClassVar[str] = "usage"
     input_tokens: int
     output_tokens: int
-    cost: float = 0.0
+    cost: float | None = 0.0
+    """USD: what the provider reported, else the price table's figure; None when
+    neither knows the model (the cost is unknown, never silently zero)."""
     model: str = ""
 
 
@@ -193,6 +211,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AssistantMessage,
         ToolCall,
         ToolResult,
+        InputItem,
         FileSnapshot,
         UncapturedChanges,
         Usage,

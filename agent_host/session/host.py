@@ -21,7 +21,7 @@ from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .conversation import messages_with_seqs, to_messages
-from .errors import CapabilityUnsupported, TurnInProgress
+from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
 from .items import items_to_events, limit_messages
 from .model import ModelProvider
 from .pricing import price_of
@@ -94,6 +94,13 @@ class AgentHost:
         self._closing: asyncio.Future[None] | None = None
         self.capture_commands = capture_commands
         self._index: WorkspaceIndex | None = None
+
+    async def __aenter__(self) -> AgentHost:
+        self._refuse_if_closed()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     # -- sessions
 
@@ -327,6 +334,7 @@ class AgentHost:
 
     async def _state(self, session_id: str) -> SessionState:
         """The session, brought up to date with what other writers appended."""
+        self._refuse_if_closed()
         state = self._states.get(session_id)
         if state is None:
             state = SessionState(self.store, check_session_id(session_id), listener=self._emit)
@@ -377,7 +385,14 @@ class AgentHost:
             if maybe is not None:
                 await maybe
 
+    def _refuse_if_closed(self) -> None:
+        if self._closing is not None:
+            raise HostClosed(
+                "this AgentHost was closed; open a new one to go on (its sessions are kept)"
+            )
+
     def _refuse_if_running(self, session_id: str) -> None:
+        self._refuse_if_closed()
         task = self._turns.get(session_id)
         if task is not None and not task.done():
             raise TurnInProgress(
@@ -385,6 +400,7 @@ class AgentHost:
             )
 
     def _require_persistence(self, what: str) -> None:
+        self._refuse_if_closed()
         if not self.persistent:
             raise CapabilityUnsupported(
                 f"{what} needs stored sessions, but this host was created with sessions=False"

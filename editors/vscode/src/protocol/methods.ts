@@ -37,6 +37,7 @@ export const ErrorCode = {
     STORE_UNAVAILABLE: -32009,
     SNAPSHOT_UNAVAILABLE: -32010,
     IO_ERROR: -32011,
+    HOST_CLOSED: -32012,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCode;
