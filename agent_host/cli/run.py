@@ -112,9 +112,11 @@ class _Turn:
         self.sending = True
         repeat = asyncio.create_task(self._repeat_cancel())
         try:
-            return await self.client.request(
-                methods.SEND, {"sessionId": self.session_id, "prompt": self.args.prompt}
-            )
+            params = {"sessionId": self.session_id, "prompt": self.args.prompt}
+            if self.args.model:
+                # Chosen for this turn, over the model the session was started with.
+                params["model"] = self.args.model
+            return await self.client.request(methods.SEND, params)
         finally:
             self.sending = False
             repeat.cancel()

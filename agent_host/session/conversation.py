@@ -35,7 +35,8 @@ def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], l
         if kind is UserPrompt:
             if open_calls:
                 _answer_open_calls(messages, seqs, open_calls)
-            messages.append({"role": "user", "content": event.text})
+            content = event.text if event.item is None else _user_content(event)
+            messages.append({"role": "user", "content": content})
             seqs.append(event.seq)
         elif kind is AssistantMessage:
             if open_calls:
@@ -46,10 +47,7 @@ def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], l
             call = {
                 "id": event.call_id,
                 "type": "function",
-                "function": {
-                    "name": event.name,
-                    "arguments": orjson.dumps(event.arguments).decode(),
-                },
+                "function": {"name": event.name, "arguments": call_arguments(event)},
             }
             last = messages[-1] if messages else None
             if last is None or last["role"] != "assistant" or _answered(last, open_calls):
@@ -75,6 +73,47 @@ def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], l
             seqs.insert(at, event.first_seq)
     _answer_open_calls(messages, seqs, open_calls)
     return messages, seqs
+
+
+def call_arguments(call: ToolCall) -> str:
+    """A call's arguments as the model wrote them: the SDK's string when it gave one
+    (kept even when it is not JSON), else our parsed arguments as JSON."""
+    if call.item is not None and isinstance(call.item.get("arguments"), str):
+        return call.item["arguments"]
+    return orjson.dumps(call.arguments).decode()
+
+
+def _user_content(prompt: UserPrompt) -> str | list[dict[str, Any]]:
+    """A prompt the SDK stored, in chat form: its text, or text and image parts."""
+    parts = prompt.item.get("content") if prompt.item else None
+    if not isinstance(parts, list) or not any(_is_image(p) for p in parts):
+        return prompt.text
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if _is_image(part) and part.get("image_url"):
+            image = {"url": part["image_url"]}
+            if part.get("detail"):
+                image["detail"] = part["detail"]
+            out.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            out.append({"type": "text", "text": part["text"]})
+    return out
+
+
+def _is_image(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "input_image"
+
+
+def limit_messages(messages: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """The last ``limit`` messages, widened so no tool result loses its call."""
+    if limit is None:
+        return messages
+    if limit <= 0:
+        return []
+    start = max(len(messages) - limit, 0)
+    while start > 0 and messages[start].get("role") == "tool":
+        start -= 1
+    return messages[start:]
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:

@@ -46,6 +46,9 @@ class UserPrompt(Event):
 
     type: ClassVar[str] = "user_prompt"
     text: str
+    model: str | None = None
+    """The model chosen for this turn over the session's (``send(model=...)``); the
+    turns after it keep it until another is chosen."""
     item: dict[str, Any] | None = None
     """The Responses API item this came as (through ``add_items``), kept verbatim
     so the Agents SDK reads back exactly what it stored; None for our own turns."""
@@ -224,17 +227,19 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 converter = cattrs.Converter()
+_OMITTED_WHEN_NONE = ("item", "model")
 
 
 def _unstructure_with_type(cls: type[Event]) -> Any:
     # Built on first use, not at import: generating the 14 hooks costs ~8 ms of the
     # server's start-up (P5, docs/performance.md).
-    # An SDK item is rare: events without one do not spell out `"item": null`.
-    overrides = (
-        {"item": cattrs.gen.override(omit_if_default=True)}
-        if any(f.name == "item" and f.default is None for f in attrs.fields(cls))
-        else {}
-    )
+    # Rare fields: events without an SDK item or a chosen model do not spell out null.
+    omit = cattrs.gen.override(omit_if_default=True)
+    overrides = {
+        f.name: omit
+        for f in attrs.fields(cls)
+        if f.name in _OMITTED_WHEN_NONE and f.default is None
+    }
     unstructure = cattrs.gen.make_dict_unstructure_fn(cls, converter, **overrides)
     type_name = cls.type
 

@@ -16,13 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
-from .conversation import messages_with_seqs, to_messages
+from .conversation import limit_messages, to_messages
 from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
-from .items import items_to_events, limit_messages
+from .items import item_entries, items_to_events, limit_items, to_items
 from .model import ModelProvider
 from .pricing import price_of
 from .state import Listener, SessionState
@@ -123,9 +125,7 @@ class AgentHost:
                 state = await self._settled(sid)
         except TurnInProgress:
             state = await self._state(sid)
-        self.session_id = session_id
-        self.cost = _total_cost(state.events)
-        self._loaded_cost = True
+        self._make_current(session_id, state)
         return state
 
     async def list_sessions(
@@ -205,7 +205,8 @@ class AgentHost:
 
     async def _run(self, sid: str, prompt: str, model: str | None) -> TurnResult:
         state = await self._state(sid)
-        provider = self._get_provider(model or _started_model(state.events))
+        chosen = model if model and model != _session_model(state.timeline) else None
+        provider = self._get_provider(model or _session_model(state.timeline))
         if sid == self.session_id and not self._loaded_cost:
             self.cost = _total_cost(state.events)
             self._loaded_cost = True
@@ -220,6 +221,7 @@ class AgentHost:
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None),
             index=self._workspace_index(),
+            chosen_model=chosen,
         )
         async with self.store.turn_lease(sid):
             await _finish_pending(state, self.workspace)
@@ -248,7 +250,9 @@ class AgentHost:
             state = await self._settled(session_id)
             from .restore import restore_to
 
-            return await restore_to(state, self.workspace, seq, files, conversation, force)
+            result = await restore_to(state, self.workspace, seq, files, conversation, force)
+        self._make_current(session_id, state)
+        return result
 
     async def undo_restore(self, session_id: str | None = None) -> UndoResult:
         """Undo the last restore: files and conversation as they were before it."""
@@ -257,7 +261,10 @@ class AgentHost:
         async with self.store.turn_lease(sid):
             from .restore import undo_last_restore
 
-            return await undo_last_restore(await self._settled(sid), self.workspace)
+            state = await self._settled(sid)
+            result = await undo_last_restore(state, self.workspace)
+        self._make_current(sid, state)
+        return result
 
     # -- compaction
 
@@ -269,39 +276,68 @@ class AgentHost:
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
-            provider = self._get_provider(_started_model(state.events))
+            provider = self._get_provider(_session_model(state.timeline))
             return await compact_session(state, provider, instructions)
 
-    # -- the OpenAI Agents SDK's Session protocol, on the current session
+    # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
 
-    async def get_items(self, limit: int | None = None) -> list[dict]:
-        return await self.history(self.session_id, limit)
+    async def get_items(
+        self, limit: int | None = None, *, session_id: str | None = None
+    ) -> list[dict]:
+        """The session's Responses API items, as the SDK's ``SQLiteSession`` returns
+        them: the latest ``limit`` (None or negative: all), items the SDK stored
+        verbatim, our own turns' events as the items the SDK stores for them."""
+        state = await self._state(self._sid(session_id))
+        return limit_items(to_items(state.timeline), limit)
 
-    async def add_items(self, items: list[dict]) -> None:
-        self._refuse_if_running(self.session_id)
-        async with self.store.turn_lease(self.session_id):
-            state = await self._settled(self.session_id)
-            await state.append(items_to_events(items))
+    async def add_items(self, items: list[dict], *, session_id: str | None = None) -> None:
+        """Append Responses API items (chat-completions messages are taken too, as the
+        Responses items they stand for), all in one atomic append."""
+        sid = self._sid(session_id)
+        self._refuse_if_running(sid)
+        events = items_to_events(items)
+        if not events:
+            return
+        async with self.store.turn_lease(sid):
+            state = await self._settled(sid)
+            if state.head == 0:
+                events.insert(0, self._session_started())
+            await state.append(events)
 
-    async def pop_item(self) -> dict | None:
-        self._refuse_if_running(self.session_id)
-        async with self.store.turn_lease(self.session_id):
-            state = await self._settled(self.session_id)
-            messages, seqs = messages_with_seqs(state.timeline)
-            if not messages:
+    async def pop_item(self, *, session_id: str | None = None) -> dict | None:
+        """Remove and return the latest item, exactly it: the log is cut back to the
+        event it came from (the cut stays in the store's truncations)."""
+        sid = self._sid(session_id)
+        self._refuse_if_running(sid)
+        async with self.store.turn_lease(sid):
+            state = await self._settled(sid)
+            entries = item_entries(state.timeline)
+            if not entries:
                 return None
-            # The log is cut (not hidden as a restore hides): the SDK's pop_item
-            # removes the item, and the cut stays in the store's truncations.
-            await state.truncate(seqs[-1] - 1)
-            return messages[-1]
+            last = entries[-1]
+            keep = max(last.seq - 1, _opening(state.events))
+            # A summary logged after the item stands for earlier ones: it is kept.
+            summary = next(
+                (e for e in reversed(state.timeline) if type(e) is ev.Compaction and e.seq > keep),
+                None,
+            )
+            await state.truncate(keep)
+            if summary is not None and last.summary is None and summary.last_seq <= keep:
+                await state.append([attrs.evolve(summary, seq=0, ts=0.0)])
+            self._refresh_cost(sid, state)
+            return last.item
 
-    async def clear_session(self) -> None:
-        """Empty the current session (its events stay retrievable in the store)."""
-        self._refuse_if_running(self.session_id)
-        async with self.store.turn_lease(self.session_id):
-            state = await self._settled(self.session_id)
-            if state.head:
-                await state.truncate(0)
+    async def clear_session(self, *, session_id: str | None = None) -> None:
+        """Empty the session: its items go (retrievable in the store's truncations);
+        it stays listed, with its folder, model and title."""
+        sid = self._sid(session_id)
+        self._refuse_if_running(sid)
+        async with self.store.turn_lease(sid):
+            state = await self._settled(sid)
+            keep = _opening(state.events)
+            if state.head > keep:
+                await state.truncate(keep)
+            self._refresh_cost(sid, state)
 
     async def close(self) -> None:
         """Cancel running turns (each closes its log), then release the model and store.
@@ -345,6 +381,19 @@ class AgentHost:
     def _sid(self, session_id: str | None) -> str:
         """The session a call is about: the current one only when none is named."""
         return self.session_id if session_id is None else check_session_id(session_id)
+
+    def _session_started(self) -> ev.SessionStarted:
+        return ev.SessionStarted(workspace=str(self.workspace.roots[0]), model=self.model)
+
+    def _make_current(self, session_id: str, state: SessionState) -> None:
+        """What resume does, and a restore (as LiteAgent's): the session becomes current."""
+        self.session_id = session_id
+        self._refresh_cost(session_id, state)
+
+    def _refresh_cost(self, session_id: str, state: SessionState) -> None:
+        if session_id == self.session_id:
+            self.cost = _total_cost(state.events)
+            self._loaded_cost = True
 
     def _workspace_index(self) -> WorkspaceIndex | None:
         """What captures shell commands' changes in this host's workspace: built in
@@ -414,9 +463,18 @@ async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
     await finish_pending(state, workspace)
 
 
-def _started_model(events: list[ev.Event]) -> str | None:
-    """The model a session was started with, if it recorded one."""
-    for event in events[:2]:
+def _opening(events: list[ev.Event]) -> int:
+    """How many events open the log and are no item: its SessionStarted (0 or 1)."""
+    return 1 if events and type(events[0]) is ev.SessionStarted else 0
+
+
+def _session_model(timeline: list[ev.Event]) -> str | None:
+    """The model the session's turns use: the last one a prompt chose, else the one
+    it was started with (None: the host's)."""
+    for event in reversed(timeline):
+        if type(event) is ev.UserPrompt and event.model:
+            return event.model
+    for event in timeline[:2]:
         if type(event) is ev.SessionStarted:
             return event.model
     return None

@@ -1,81 +1,204 @@
 """The OpenAI Agents SDK's session items, in and out of our events.
 
-``add_items`` takes chat-completions messages and the Responses API items the
-Agents SDK stores (``function_call``, ``function_call_output``, messages with
-content parts); ``get_items(limit)`` never starts on a tool result whose call was
-cut off by the limit.
+The SDK stores Responses API input items and expects them back exactly: an item
+given to ``add_items`` becomes one event carrying it verbatim (``item``), so
+``get_items`` returns it unchanged, ids, status, content parts and unknown types
+included, and ``pop_item`` removes exactly it. Items the conversation has a place
+for (user and assistant messages, function calls and their outputs) become the
+events our own turns write, so an SDK session is also a normal agent-host
+session: listed, checkpointed at its prompts, continued by ``agent-host run``.
+Events our own turns wrote (no ``item``) are given to the SDK as the items it
+would have stored for them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 
 from . import events as ev
+from .conversation import INTERRUPTED, call_arguments, summary_text
+from .model import RAW_ARGUMENTS_KEY
+
+Item = dict[str, Any]
 
 
-def limit_messages(messages: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """The last ``limit`` messages, widened so no tool result loses its call."""
-    if limit is None:
-        return messages
-    if limit <= 0:
-        return []
-    start = max(len(messages) - limit, 0)
-    while start > 0 and messages[start].get("role") == "tool":
-        start -= 1
-    return messages[start:]
-
-
-def items_to_events(items: list[dict[str, Any]]) -> list[ev.Event]:
+def items_to_events(items: list[Item]) -> list[ev.Event]:
+    """One event per Responses item, in order; a chat-completions message (role
+    ``tool``, or an assistant message with ``tool_calls``) is first turned into
+    the Responses items it stands for."""
     out: list[ev.Event] = []
     for number, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ValueError(f"item {number} is not an object")
-        kind = item.get("type")
-        role = item.get("role")
-        if kind == "function_call":
-            out.append(
-                ev.ToolCall(
-                    call_id=str(item["call_id"]),
-                    name=str(item["name"]),
-                    arguments=_arguments(item.get("arguments")),
-                )
-            )
-        elif kind == "function_call_output":
-            out.append(ev.ToolResult(call_id=str(item["call_id"]), output=_text(item["output"])))
-        elif role == "user":
-            out.append(ev.UserPrompt(text=_text(item.get("content"))))
-        elif role == "assistant":
-            out.append(ev.AssistantMessage(text=_text(item.get("content"))))
-            for call in item.get("tool_calls") or []:
-                function = call.get("function", {})
-                out.append(
-                    ev.ToolCall(
-                        call_id=str(call["id"]),
-                        name=str(function.get("name", "")),
-                        arguments=_arguments(function.get("arguments")),
-                    )
-                )
-        elif role == "tool":
-            out.append(
-                ev.ToolResult(call_id=str(item["tool_call_id"]), output=_text(item.get("content")))
-            )
-        else:
-            raise ValueError(
-                f"item {number} is neither a chat message (role user, assistant or tool) "
-                "nor a function_call / function_call_output item"
-            )
+            raise ValueError(f"item {number} is not a JSON object: {type(item).__name__}")
+        try:
+            orjson.dumps(item)
+        except TypeError as exc:
+            raise ValueError(f"item {number} cannot be stored as JSON: {exc}") from None
+        out.extend(_event(part) for part in _responses_items(item))
     return out
 
 
+def limit_items(items: list[Item], limit: int | None) -> list[Item]:
+    """The SDK's limit: None or a negative limit is all, 0 is none, else the latest."""
+    if limit is None or limit < 0:
+        return items
+    return items[len(items) - limit :] if limit else []
+
+
+def to_items(events: list[ev.Event]) -> list[Item]:
+    """The session as the Agents SDK stores it: Responses API input items."""
+    return [entry.item for entry in item_entries(events)]
+
+
+@attrs.define
+class ItemEntry:
+    """One item of the SDK's view, and where it lies in the log."""
+
+    item: Item
+    seq: int
+    """The seq of the event it came from (a summary: the first seq it stands for)."""
+    summary: ev.Compaction | None = None
+
+
+def item_entries(events: list[ev.Event]) -> list[ItemEntry]:
+    """The items of ``events`` (a timeline), each with the seq it came from.
+
+    A call our own turn logged without its result (a crash mid-tool) gets the
+    result the conversation gives it; the SDK's own items are never added to."""
+    entries: list[ItemEntry] = []
+    open_calls: set[str] = set()
+    for event in events:
+        kind = type(event)
+        if kind is ev.Compaction:
+            entries = [e for e in entries if not event.first_seq <= e.seq <= event.last_seq]
+            at = next((i for i, e in enumerate(entries) if e.seq > event.last_seq), len(entries))
+            summary = {"role": "user", "content": summary_text(event.summary)}
+            entries.insert(at, ItemEntry(summary, event.first_seq, event))
+            continue
+        if kind not in _ITEM_EVENTS:
+            continue
+        item = event.item  # type: ignore[attr-defined]
+        if item is None:
+            if kind is ev.ToolResult:
+                if event.call_id not in open_calls:
+                    continue  # its call was compacted away or never logged
+                open_calls.discard(event.call_id)
+            elif kind is ev.ToolCall:
+                open_calls.add(event.call_id)
+            elif open_calls:
+                entries.extend(_interrupted(open_calls, entries[-1].seq))
+            item = _render(event)
+            if item is None:
+                continue
+        entries.append(ItemEntry(item, event.seq))
+    if open_calls:
+        entries.extend(_interrupted(open_calls, entries[-1].seq))
+    return entries
+
+
+_ITEM_EVENTS = frozenset(
+    {ev.UserPrompt, ev.AssistantMessage, ev.ToolCall, ev.ToolResult, ev.InputItem}
+)
+
+
+def _interrupted(open_calls: set[str], seq: int) -> list[ItemEntry]:
+    out = [
+        ItemEntry({"type": "function_call_output", "call_id": c, "output": INTERRUPTED}, seq)
+        for c in sorted(open_calls)
+    ]
+    open_calls.clear()
+    return out
+
+
+def _render(event: ev.Event) -> Item | None:
+    """The item the SDK would have stored for an event our own turn wrote."""
+    kind = type(event)
+    if kind is ev.UserPrompt:
+        return {"role": "user", "content": event.text}
+    if kind is ev.AssistantMessage:
+        # A step that only called tools logs an empty message: the SDK has no item for it.
+        return {"role": "assistant", "content": event.text} if event.text else None
+    if kind is ev.ToolCall:
+        return {
+            "type": "function_call",
+            "call_id": event.call_id,
+            "name": event.name,
+            "arguments": call_arguments(event),
+        }
+    if kind is ev.ToolResult:
+        return {"type": "function_call_output", "call_id": event.call_id, "output": event.output}
+    return None
+
+
+def _event(item: Item) -> ev.Event:
+    kind = item.get("type")
+    role = item.get("role")
+    if kind == "function_call" and _has_str(item, "call_id", "name"):
+        return ev.ToolCall(
+            call_id=item["call_id"],
+            name=item["name"],
+            arguments=_arguments(item.get("arguments")),
+            item=item,
+        )
+    if kind == "function_call_output" and _has_str(item, "call_id"):
+        return ev.ToolResult(call_id=item["call_id"], output=_text(item.get("output")), item=item)
+    if kind in (None, "message") and role == "user":
+        return ev.UserPrompt(text=_text(item.get("content")), item=item)
+    if kind in (None, "message") and role == "assistant":
+        return ev.AssistantMessage(text=_text(item.get("content")), item=item)
+    return ev.InputItem(item=item)
+
+
+def _responses_items(item: Item) -> list[Item]:
+    """``item`` itself, or the Responses items for a chat-completions message."""
+    role = item.get("role")
+    if role == "tool" and "type" not in item and "tool_call_id" in item:
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": str(item["tool_call_id"]),
+                "output": _text(item.get("content")),
+            }
+        ]
+    if role == "assistant" and item.get("tool_calls") and "type" not in item:
+        out: list[Item] = []
+        if item.get("content"):
+            out.append({"role": "assistant", "content": item["content"]})
+        for call in item["tool_calls"]:
+            function = call.get("function") or {}
+            arguments = function.get("arguments", "{}")
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": str(call.get("id", "")),
+                    "name": str(function.get("name", "")),
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else orjson.dumps(arguments).decode(),
+                }
+            )
+        return out
+    return [item]
+
+
+def _has_str(item: Item, *keys: str) -> bool:
+    return all(isinstance(item.get(k), str) for k in keys)
+
+
 def _text(content: Any) -> str:
+    """The text of a message's content or a call's output: a string, or the text
+    and refusal parts of a list of content parts."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts: [{"type": "input_text", "text": ...}]
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", p.get("refusal", ""))) for p in content if isinstance(p, dict)
+        )
     return str(content)
 
 
@@ -87,5 +210,5 @@ def _arguments(raw: Any) -> dict[str, Any]:
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return {"_raw": raw}
-    return parsed if isinstance(parsed, dict) else {"_raw": raw}
+        return {RAW_ARGUMENTS_KEY: raw}
+    return parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS_KEY: raw}

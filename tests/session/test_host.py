@@ -349,35 +349,3 @@ async def test_compaction_failure_leaves_the_session_untouched(tmp_path, ws, hos
     await failing.close()
 
 
-async def test_a_turn_can_name_its_model(tmp_path, ws):
-    first = script(tmp_path, [{"text": "from the first script"}], "one.json")
-    other = script(tmp_path, [{"text": "x"}, {"text": "from the other script"}], "two.json")
-    host = AgentHost(store="memory:", model=first, workdir=ws)
-    assert (await host.send("hi")).text == "from the first script"
-    assert (await host.send("again", model=other)).text == "from the other script"
-    events = await host.store.read(host.session_id)
-    assert events[0].model == first  # the session keeps the model it started with
-    await host.close()
-
-
-async def test_sdk_session_items(tmp_path, ws):
-    host = AgentHost(store="memory:", model=script(tmp_path, []), workdir=ws)
-    await host.add_items(
-        [
-            {"role": "user", "content": "hi"},
-            {"type": "function_call", "call_id": "c1", "name": "list_files", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
-            {"role": "assistant", "content": [{"type": "output_text", "text": "one file"}]},
-        ]
-    )
-    items = await host.get_items()
-    assert [m["role"] for m in items] == ["user", "assistant", "tool", "assistant"]
-    # A limit that would start on a tool result widens to include its call.
-    assert [m["role"] for m in await host.get_items(limit=2)] == ["assistant", "tool", "assistant"]
-    assert await host.pop_item() == {"role": "assistant", "content": "one file"}
-    assert len(await host.get_items()) == 3
-    await host.clear_session()
-    assert await host.get_items() == []
-    with pytest.raises(ValueError, match="item 0"):
-        await host.add_items([{"role": "system"}])
-    await host.close()

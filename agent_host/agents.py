@@ -1,0 +1,90 @@
+"""An OpenAI Agents SDK ``Session`` on any agent-host store.
+
+``AgentHostSession`` answers ``get_items / add_items / pop_item / clear_session``
+as the SDK's own ``SQLiteSession`` does for the same calls, item for item, and the
+session it keeps is an ordinary agent-host session: listed, checkpointed at each
+prompt, restorable, and continued by ``agent-host run --session ID``::
+
+    from agents import Agent, Runner
+    from agent_host.agents import AgentHostSession
+
+    session = AgentHostSession("support-42", store="sqlite:///sessions.db")
+    result = await Runner.run(Agent(name="helper"), "Hello", session=session)
+
+Needs the SDK: ``pip install 'agent-host[agents]'``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+try:
+    from agents.memory import SessionABC
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "agent_host.agents needs the OpenAI Agents SDK: pip install 'agent-host[agents]'"
+    ) from exc
+
+from .session.host import AgentHost
+from .session.store import Checkpointer
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+__all__ = ["AgentHostSession"]
+
+
+class AgentHostSession(SessionABC):
+    """The SDK's Session protocol over an agent-host session.
+
+    ``store`` is a store URL, path or store object (default: the user's file
+    store); ``host`` shares an existing AgentHost instead (its store and
+    workspace), which this session then does not close. Other keywords go to the
+    AgentHost it makes (``workdir``, ``model`` ...: what a session started here
+    records)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | os.PathLike[str] | Checkpointer | None = None,
+        *,
+        host: AgentHost | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        if host is not None and (store is not None or options):
+            raise ValueError("give either host= or the store and options for a new host")
+        self._owns_host = host is None
+        self.host = host if host is not None else AgentHost(store, **options)
+        self.session_id = self.host._sid(session_id)
+        self.session_settings = (
+            session_settings
+            if session_settings is None or isinstance(session_settings, SessionSettings)
+            else SessionSettings(**session_settings)
+        )
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        limit = resolve_session_limit(limit, self.session_settings)
+        return await self.host.get_items(limit, session_id=self.session_id)  # type: ignore[return-value]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        await self.host.add_items(list(items), session_id=self.session_id)  # type: ignore[arg-type]
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        return await self.host.pop_item(session_id=self.session_id)  # type: ignore[return-value]
+
+    async def clear_session(self) -> None:
+        await self.host.clear_session(session_id=self.session_id)
+
+    async def close(self) -> None:
+        """Release the store (when this session opened it); the session stays stored."""
+        if self._owns_host:
+            await self.host.close()
+
+    async def __aenter__(self) -> AgentHostSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
