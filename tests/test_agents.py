@@ -284,3 +284,44 @@ async def test_a_shared_host_is_not_closed_by_the_session(tmp_path):
         assert await host.get_items(session_id="a") == [{"role": "user", "content": "hi"}]
     with pytest.raises(ValueError, match="either host"):
         AgentHostSession("a", store="memory:", host=host)
+
+
+async def test_the_sdk_docs_session_examples(tmp_path):
+    """The Agents SDK's session docs, with our Session for theirs."""
+    model = ScriptedModel(
+        [
+            [message("San Francisco", 1)],
+            [message("California", 2)],
+            [message("4", 3)],
+            [message("5", 4)],
+        ]
+    )
+    agent = Agent(name="Assistant", instructions="Reply very concisely.", model=model)
+    session = AgentHostSession("conversation_123", f"sqlite:///{tmp_path}/conversations.db")
+
+    result = await Runner.run(agent, "What city is the Golden Gate Bridge in?", session=session)
+    assert result.final_output == "San Francisco"
+    result = await Runner.run(agent, "What state is it in?", session=session)
+    assert result.final_output == "California"
+    assert [i.get("role") for i in model.inputs[1]] == ["user", "assistant", "user"]
+
+    # Corrections: pop the answer and the question, ask again.
+    result = await Runner.run(agent, "What's 2 + 2?", session=session)
+    assistant_item = await session.pop_item()
+    user_item = await session.pop_item()
+    assert assistant_item["content"][0]["text"] == "4"
+    assert user_item == {"role": "user", "content": "What's 2 + 2?"}
+    result = await Runner.run(agent, "What's 2 + 3?", session=session)
+    assert result.final_output == "5"
+    assert "What's 2 + 2?" not in json.dumps(model.inputs[-1])
+
+    # Memory operations.
+    items = await session.get_items()
+    assert len(items) == 6
+    await session.add_items(
+        [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there!"}]
+    )
+    assert (await session.pop_item()) == {"role": "assistant", "content": "Hi there!"}
+    await session.clear_session()
+    assert await session.get_items() == []
+    await session.close()
