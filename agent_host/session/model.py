@@ -59,6 +59,9 @@ class ToolCallRequest:
 class UsageReport:
     input_tokens: int
     output_tokens: int
+    cost: float | None = None
+    """USD, when the provider reports what the call cost (a LiteLLM proxy does);
+    None: the engine prices the tokens itself."""
 
 
 @attrs.define

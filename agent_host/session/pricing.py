@@ -6,6 +6,11 @@ are not modelled, so treat the result as an estimate. Callers can pass
 ``overrides`` for their own prices or models the table lacks. Local and scripted
 models cost nothing.
 
+What a call cost (:func:`usage_event`) is what the provider reported, if it did
+(a LiteLLM proxy does), else the table's figure, else unknown: ``None``, never a
+silent 0, with a warning once per model so the user learns how to add a price.
+A session's total (:func:`total_cost`) is unknown as soon as one call's is.
+
 A model name is matched by: its exact ``provider/model`` name, then its bare model
 name, then the longest table entry it starts with (at a ``-``, ``:`` or ``@``
 boundary), so dated variants such as ``gpt-4.1-mini-2025-04-14`` price as
@@ -14,10 +19,16 @@ boundary), so dated variants such as ``gpt-4.1-mini-2025-04-14`` price as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from . import events as ev
+from .model import UsageReport
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -97,7 +108,7 @@ def price_of(model: str, overrides: Mapping[str, Any] | None = None) -> Price | 
 
 
 def known_price(model: str, overrides: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``model`` has a price, so a caller can warn once that its cost shows as 0."""
+    """Whether the table (or ``overrides``) has a price for ``model``."""
     return price_of(model, overrides) is not None
 
 
@@ -106,12 +117,59 @@ def cost(
     input_tokens: int,
     output_tokens: int,
     overrides: Mapping[str, Any] | None = None,
-) -> float:
-    """USD for one call; 0.0 for a model without a price (see :func:`known_price`)."""
+) -> float | None:
+    """USD for one call by the table; None for a model without a price."""
     price = price_of(model, overrides)
     if price is None:
-        return 0.0
+        return None
     return (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6
+
+
+def usage_event(
+    model: str, report: UsageReport, overrides: Mapping[str, Any] | None = None
+) -> ev.Usage:
+    """The log's record of one model call, priced: the provider's reported cost,
+    else the table's (``overrides`` first), else None and a warning (once per model)."""
+    money = report.cost
+    if money is None:
+        money = cost(model, report.input_tokens, report.output_tokens, overrides)
+    if money is None:
+        _warn_unpriced(model)
+    return ev.Usage(
+        input_tokens=report.input_tokens,
+        output_tokens=report.output_tokens,
+        cost=money,
+        model=model,
+    )
+
+
+def total_cost(events: Iterable[ev.Event]) -> float | None:
+    """USD of the ``Usage`` events among ``events``; None when any of them is
+    unknown, since a partial sum would pass for the whole."""
+    total = 0.0
+    for event in events:
+        if type(event) is ev.Usage:
+            if event.cost is None:
+                return None
+            total += event.cost
+    return total
+
+
+_warned: set[str] = set()
+"""Models already warned about in this process: once each is enough."""
+
+
+def _warn_unpriced(model: str) -> None:
+    if model in _warned:
+        return
+    _warned.add(model)
+    log.warning(
+        "No price known for model %r, so its cost is shown as unknown. To price it, pass "
+        "AgentHost(prices={%r: (input, output)}) in USD per million tokens, or use a "
+        "provider that reports each call's cost (a LiteLLM proxy does).",
+        model,
+        model,
+    )
 
 
 def _match(model: str, table: Mapping[str, Price]) -> Price | None:

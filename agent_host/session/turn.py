@@ -28,7 +28,7 @@ from .model import (
     ToolCallRequest,
     UsageReport,
 )
-from .pricing import cost as price_of
+from .pricing import usage_event
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
 from .workspace import CommandResult, Workspace, unsaved_bytes
@@ -56,7 +56,8 @@ class TurnResult:
     """end_turn, cancelled, max_turns, refusal, max_tokens or error."""
     text: str
     usage: TokenUsage
-    cost: float
+    cost: float | None
+    """USD; None when a model call's cost is unknown (see pricing)."""
 
 
 @attrs.define
@@ -71,6 +72,8 @@ class TurnSettings:
     compact: Callable[[], Awaitable[object]] | None = None
     index: WorkspaceIndex | None = None
     """Captures what shell commands change in the workspace (None: not captured)."""
+    chosen_model: str | None = None
+    """A model the caller chose for this turn over the session's: the prompt records it."""
 
 
 async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
@@ -85,7 +88,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
                     workspace=str(settings.workspace.roots[0]), model=settings.provider.model
                 )
             )
-        opening.append(ev.UserPrompt(text=prompt))
+        opening.append(ev.UserPrompt(text=prompt, model=settings.chosen_model))
         turn.start = state.head
         turn.checkpoint = await state.append(opening)
         stop_reason = await turn.loop()
@@ -115,7 +118,8 @@ class _Turn:
     streaming: list[str] | None = None
     """Text of the model call in flight, not yet in the log."""
     usage: TokenUsage = attrs.field(factory=TokenUsage)
-    cost: float = 0.0
+    cost: float | None = 0.0
+    """None once a call's cost is unknown: the rest of the sum would mislead."""
 
     async def loop(self) -> str:
         for _ in range(self.settings.max_turns):
@@ -168,17 +172,12 @@ class _Turn:
         return calls, finish
 
     def _usage(self, usage: UsageReport) -> ev.Usage:
-        model = self.settings.provider.model
-        money = price_of(model, usage.input_tokens, usage.output_tokens, self.settings.prices)
+        record = usage_event(self.settings.provider.model, usage, self.settings.prices)
         self.usage.input_tokens += usage.input_tokens
         self.usage.output_tokens += usage.output_tokens
-        self.cost += money
-        return ev.Usage(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost=money,
-            model=model,
-        )
+        if self.cost is not None:
+            self.cost = None if record.cost is None else self.cost + record.cost
+        return record
 
     async def _run_tool(self, call: ToolCallRequest) -> None:
         workspace = self.settings.workspace

@@ -4,11 +4,14 @@ through the official ``openai`` SDK, streamed.
 The request passes the session's messages through unchanged (they already are
 OpenAI chat format). Text streams as it arrives; tool calls arrive as fragments
 keyed by index (id and name first, arguments in pieces) and are emitted whole
-once the stream has finished, followed by usage and the finish reason.
+once the stream has finished, followed by usage and the finish reason. A LiteLLM
+proxy adds what the call cost (``usage.cost``, USD) to the usage chunk; it is
+passed on, so the engine need not price a model its table may lack.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -102,6 +105,7 @@ class _Accumulated:
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
     finish_reason: str | None = None
     usage: tuple[int, int] | None = None
+    cost: float | None = None
     text_chars: int = 0
     refused: bool = False
 
@@ -110,6 +114,7 @@ class _Accumulated:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = (usage.prompt_tokens or 0, usage.completion_tokens or 0)
+            self.cost = reported_cost(usage)
         for choice in chunk.choices or ():
             if choice.index not in (0, None):
                 continue  # n > 1 is never requested; ignore strays
@@ -150,7 +155,7 @@ class _Accumulated:
             call_id = call.call_id or f"call_{request.step}_{index}"
             events.append(ToolCallRequest(call_id, call.name, parse_arguments(call.arguments)))
         if self.usage is not None:
-            events.append(UsageReport(*self.usage))
+            events.append(UsageReport(*self.usage, cost=self.cost))
         else:  # the server ignored include_usage: estimate rather than report nothing
             events.append(
                 UsageReport(
@@ -171,3 +176,12 @@ class _Accumulated:
         if self.calls and reason == "end_turn":
             return "tool_use"
         return reason
+
+
+def reported_cost(usage: Any) -> float | None:
+    """The USD a server put in ``usage.cost`` (LiteLLM does), if it is a plausible
+    amount; anything else is ignored and the engine prices the tokens itself."""
+    value = getattr(usage, "cost", None)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None

@@ -148,7 +148,9 @@ def openai_chunk(
     delta: dict[str, Any] | None = None,
     finish: str | None = None,
     usage: tuple[int, int] | None = None,
+    cost: float | None = None,
 ) -> str:
+    """One stream chunk; ``cost`` goes in the usage, as a LiteLLM proxy sends it."""
     chunk: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion.chunk",
@@ -164,6 +166,8 @@ def openai_chunk(
             "completion_tokens": usage[1],
             "total_tokens": sum(usage),
         }
+        if cost is not None:
+            chunk["usage"]["cost"] = cost
     return f"data: {json.dumps(chunk)}\n\n"
 
 

@@ -3,6 +3,7 @@ loopback server speaking the chat-completions streaming protocol."""
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 
@@ -286,3 +287,21 @@ async def test_finish_reasons_map(serve, reason, stop):
     server = serve(sse([openai_chunk({"content": "x"}), openai_chunk(finish=reason), OPENAI_DONE]))
     events = await collect(provider_for(server))
     assert events[-1] == Finish(stop)
+
+
+@pytest.mark.parametrize(
+    ("reported", "passed_on"),
+    [(0.00123, 0.00123), (0, 0.0), (None, None), ("0.5", None), (True, None), (-1.0, None)],
+)
+async def test_a_proxys_reported_cost_is_passed_on_when_it_is_an_amount(serve, reported, passed_on):
+    usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    if reported is not None:
+        usage["cost"] = reported  # what a LiteLLM proxy adds
+    chunk = json.loads(openai_chunk(usage=(3, 1)).removeprefix("data: "))
+    chunk["usage"] = usage
+    stream = [*HELLO[:2], f"data: {json.dumps(chunk)}\n\n", OPENAI_DONE]
+    server = serve(sse(stream))
+    events = await collect(provider_for(server, "litellm_proxy/some-model"))
+    [report] = [e for e in events if isinstance(e, UsageReport)]
+    assert (report.input_tokens, report.output_tokens) == (3, 1)
+    assert report.cost == passed_on
