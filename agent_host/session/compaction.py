@@ -2,18 +2,27 @@
 
 The summary stands for every event before the latest prompt, so the last turn is
 kept word for word and no tool call is ever separated from its result (a turn's
-calls and results all follow its prompt). Nothing is written until the summary is
-complete: a failing model leaves the session exactly as it was.
+calls and results all follow its prompt). A re-compaction's summary replaces the
+previous one (the model is shown it, to carry it forward), so the history holds
+one summary however often it is compacted.
+
+Nothing is written until the summary is complete: a failing model leaves the
+session exactly as it was. Nor is a compaction written that would not make the
+history the model sees smaller -- nothing new to summarise, or a summary no
+shorter than what it replaces: then the result says ``compacted=False``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
 from . import events as ev
 from .conversation import estimate_tokens, summary_text, to_messages
 from .model import ModelProvider, ModelRequest, TextDelta, UsageReport
-from .pricing import cost as price_of
+from .pricing import usage_event
 from .state import SessionState, tell
 
 INSTRUCTIONS = (
@@ -23,12 +32,18 @@ INSTRUCTIONS = (
     "pleasantries."
 )
 
+SUMMARY_PREFIX = summary_text("").strip()
+"""How the history introduces a summary; a model summarising a summary may echo it."""
+
+_CONVERSATION = (ev.UserPrompt, ev.AssistantMessage, ev.ToolCall, ev.ToolResult)
+
 
 @attrs.define
 class CompactResult:
     before: int
     """Estimated tokens of the conversation before compaction."""
     after: int
+    """And of the history the model sees afterwards; ``before`` when not compacted."""
     compacted: bool = True
 
 
@@ -36,23 +51,30 @@ class CompactResult:
 class CompactionProgress:
     """Sent to the event sink while a compaction runs."""
 
-    stage: str  # "started", "summarising", "done"
+    stage: str  # "started", "summarising", then "done" or "skipped"
     message: str = ""
 
 
 async def compact_session(
-    state: SessionState, provider: ModelProvider, instructions: str | None
+    state: SessionState,
+    provider: ModelProvider,
+    instructions: str | None,
+    *,
+    prices: Mapping[str, Any] | None = None,
 ) -> CompactResult:
+    """Summarise everything before the latest prompt; ``prices`` price the
+    summary's model call as a turn's are (see :func:`.pricing.usage_event`)."""
     events = state.timeline
-    messages = to_messages(events)
-    before = estimate_tokens(messages)
+    before = estimate_tokens(to_messages(events))
     prompts = [e.seq for e in events if type(e) is ev.UserPrompt]
-    if len(prompts) < 2:
+    last_seq = prompts[-1] - 1 if prompts else 0
+    if not _unsummarised(events, last_seq):
+        # Asking the model would only re-word the summary there is.
         return CompactResult(before, before, compacted=False)
-    last_seq = prompts[-1] - 1
     await tell(
         state.listener, state.id, CompactionProgress("started", f"summarising seqs 1-{last_seq}")
     )
+    # The previous summary (a Compaction may follow the latest prompt) comes along.
     older = to_messages(e for e in events if e.seq <= last_seq or type(e) is ev.Compaction)
     ask = INSTRUCTIONS + (f"\n\nAlso: {instructions}" if instructions else "")
     request = ModelRequest(
@@ -68,28 +90,34 @@ async def compact_session(
             parts.append(item.text)
         elif isinstance(item, UsageReport):
             usage = item
-    summary = "".join(parts).strip()
-    compacted = [{"role": "user", "content": summary_text(summary)}]
-    compacted += to_messages(e for e in events if e.seq > last_seq)
-    after = estimate_tokens(compacted)
-    records: list[ev.Event] = [
-        ev.Compaction(
-            summary=summary,
-            first_seq=1,
-            last_seq=last_seq,
-            tokens_before=before,
-            tokens_after=after,
-        )
-    ]
+    summary = own_summary("".join(parts))
+    compaction = ev.Compaction(
+        summary=summary, first_seq=1, last_seq=last_seq, tokens_before=before, tokens_after=0
+    )
+    # Measured on what the model will see: the fold drops the earlier summaries.
+    after = estimate_tokens(to_messages([*events, compaction]))
+    if not summary or after >= before:
+        why = "the model's summary was empty" if not summary else f"{after} >= {before} tokens"
+        await tell(state.listener, state.id, CompactionProgress("skipped", why))
+        return CompactResult(before, before, compacted=False)
+    records: list[ev.Event] = [attrs.evolve(compaction, tokens_after=after)]
     if usage is not None:
-        records.append(
-            ev.Usage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost=price_of(provider.model, usage.input_tokens, usage.output_tokens),
-                model=provider.model,
-            )
-        )
+        records.append(usage_event(provider.model, usage, prices))
     await state.append(records)
     await tell(state.listener, state.id, CompactionProgress("done", f"{before} -> {after} tokens"))
     return CompactResult(before, after)
+
+
+def own_summary(text: str) -> str:
+    """The summary without the history's heading, which the model may have echoed
+    (once per compaction it saw), so the history never shows it twice."""
+    summary = text.strip()
+    while summary.startswith(SUMMARY_PREFIX):
+        summary = summary[len(SUMMARY_PREFIX) :].strip()
+    return summary
+
+
+def _unsummarised(events: list[ev.Event], last_seq: int) -> bool:
+    """Whether the conversation before ``last_seq`` has anything no summary covers."""
+    covered = max((e.last_seq for e in events if type(e) is ev.Compaction), default=0)
+    return any(isinstance(e, _CONVERSATION) and covered < e.seq <= last_seq for e in events)

@@ -26,6 +26,7 @@ from typing import Any, get_args
 
 import attrs
 
+from ..conversation import summary_text
 from ..model import (
     Finish,
     ModelEvent,
@@ -200,18 +201,36 @@ async def _play(step: ScriptedStep, request: ModelRequest) -> AsyncIterator[Mode
 
 
 def compaction_summary(messages: list[dict[str, Any]]) -> str:
-    """What a scripted model 'summarises': the user prompts and the last answer,
-    within SUMMARY_LIMIT characters. The answer's share is set aside first, so a
-    long prompt cannot push it out."""
-    prompts = [_squash(m.get("content"), 200) for m in messages if m.get("role") == "user"]
+    """What a scripted model 'summarises': an earlier summary, the user prompts and
+    the last answer, within SUMMARY_LIMIT characters. The answer's and the earlier
+    summary's shares are set aside first, so a long prompt cannot push them out."""
+    earlier = [_earlier_summary(m) for m in messages]
+    summaries = [s for s in earlier if s is not None]
+    prompts = [
+        _squash(m.get("content"), 200)
+        for m, s in zip(messages, earlier, strict=True)
+        if m.get("role") == "user" and s is None
+    ]
     answers = [_squash(m.get("content"), 300) for m in messages if m.get("role") == "assistant"]
     answer = next((f" last answer: {a}" for a in reversed(answers) if a), "")
     head = f"Summary of {len(messages)} messages:"
+    if summaries:
+        # carried forward without the history's heading, as a real model would
+        head += f" earlier: {_squash(summaries[-1], 400)}"
     asked = "".join(f" user asked: {p}" for p in prompts if p)
     room = SUMMARY_LIMIT - len(head) - len(answer)
     if len(asked) > room:
         asked = asked[: room - 3] + "..."
     return head + asked + answer
+
+
+def _earlier_summary(message: dict[str, Any]) -> str | None:
+    """The text of a compaction's summary as the history shows it, else None."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return None
+    heading = summary_text("")
+    return content.removeprefix(heading) if content.startswith(heading) else None
 
 
 def _squash(content: Any, limit: int) -> str:

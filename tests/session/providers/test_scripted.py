@@ -147,3 +147,20 @@ def test_a_bad_script_file_names_the_file_and_the_problem(tmp_path, content, com
     with pytest.raises(ModelConfigError) as caught:
         open_provider(f"scripted:{path}")
     assert str(path) in str(caught.value) and complaint in str(caught.value)
+
+
+def test_a_scripted_summary_carries_an_earlier_one_forward_without_its_heading():
+    from agent_host.session.conversation import summary_text
+    from agent_host.session.providers.scripted import compaction_summary
+
+    summary = compaction_summary(
+        [
+            {"role": "user", "content": summary_text("Summary of 2 messages: user asked: one")},
+            {"role": "user", "content": "two"},
+            {"role": "assistant", "content": "a2"},
+        ]
+    )
+    assert summary == (
+        "Summary of 3 messages: earlier: Summary of 2 messages: user asked: one "
+        "user asked: two last answer: a2"
+    )
