@@ -153,8 +153,9 @@ class _Builder:
             doc = docs.get(field.name)
             if doc:
                 prop = {**prop, "description": doc}
-            if field.default is attrs.NOTHING or event:
-                # events are sent whole: every field is always there
+            if field.default is attrs.NOTHING or (event and not _omitted(cls, field)):
+                # events are sent whole: every field is there but the rare ones
+                # a stored event leaves out when they are null
                 required.append(wire)
             else:
                 default = _default_value(field)
@@ -246,6 +247,12 @@ def _literal_aliases(module: pytypes.ModuleType) -> dict[str, Any]:
 
 
 _NO_DEFAULT = object()
+
+
+def _omitted(cls: type, field: attrs.Attribute) -> bool:
+    from ..session.events import _OMITTED_WHEN_NONE
+
+    return field.name in _OMITTED_WHEN_NONE and field.default is None
 
 
 def _default_value(field: attrs.Attribute) -> Any:

@@ -26,7 +26,7 @@ from .conversation import limit_messages, to_messages
 from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
 from .items import item_entries, items_to_events, limit_items, to_items
 from .model import ModelProvider
-from .pricing import price_of
+from .pricing import price_of, total_cost
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -91,7 +91,8 @@ class AgentHost:
         self._gates: dict[str, Gate] = {}
         self._turns: dict[str, asyncio.Task[TurnResult]] = {}
         self.session_id = check_session_id(session_id) if session_id else new_session_id()
-        self.cost = 0.0
+        self.cost: float | None = 0.0
+        """USD spent in the current session (None: unknown, a model had no price)."""
         self._loaded_cost = False
         self._closing: asyncio.Future[None] | None = None
         self.capture_commands = capture_commands
@@ -154,9 +155,9 @@ class AgentHost:
         state = await self._state(self._sid(session_id))
         return limit_messages(to_messages(state.timeline), limit)
 
-    async def session_cost(self, session_id: str | None = None) -> float:
-        """Money spent in the session so far (USD)."""
-        return _total_cost((await self._state(self._sid(session_id))).events)
+    async def session_cost(self, session_id: str | None = None) -> float | None:
+        """Money spent in the session so far (USD); None when a model's cost is unknown."""
+        return total_cost((await self._state(self._sid(session_id))).events)
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         return checkpoints((await self._state(self._sid(session_id))).timeline)
@@ -191,7 +192,9 @@ class AgentHost:
             if self._turns.get(sid) is task:
                 del self._turns[sid]
         if sid == self.session_id:
-            self.cost += result.cost
+            self.cost = (
+                None if self.cost is None or result.cost is None else self.cost + result.cost
+            )
         return result
 
     async def cancel(self, session_id: str | None = None) -> bool:
@@ -208,7 +211,7 @@ class AgentHost:
         chosen = model if model and model != _session_model(state.timeline) else None
         provider = self._get_provider(model or _session_model(state.timeline))
         if sid == self.session_id and not self._loaded_cost:
-            self.cost = _total_cost(state.events)
+            self.cost = total_cost(state.events)
             self._loaded_cost = True
         limit = int(self.context_window * self.auto_compact) if self.auto_compact else None
         settings = TurnSettings(
@@ -219,7 +222,7 @@ class AgentHost:
             max_turns=self.max_turns,
             prices=self.prices,
             compact_at_tokens=limit,
-            compact=lambda: compact_session(state, provider, None),
+            compact=lambda: compact_session(state, provider, None, prices=self.prices),
             index=self._workspace_index(),
             chosen_model=chosen,
         )
@@ -277,7 +280,7 @@ class AgentHost:
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
             provider = self._get_provider(_session_model(state.timeline))
-            return await compact_session(state, provider, instructions)
+            return await compact_session(state, provider, instructions, prices=self.prices)
 
     # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
 
@@ -392,7 +395,7 @@ class AgentHost:
 
     def _refresh_cost(self, session_id: str, state: SessionState) -> None:
         if session_id == self.session_id:
-            self.cost = _total_cost(state.events)
+            self.cost = total_cost(state.events)
             self._loaded_cost = True
 
     def _workspace_index(self) -> WorkspaceIndex | None:
@@ -478,7 +481,3 @@ def _session_model(timeline: list[ev.Event]) -> str | None:
         if type(event) is ev.SessionStarted:
             return event.model
     return None
-
-
-def _total_cost(events: list[ev.Event]) -> float:
-    return sum(e.cost for e in events if type(e) is ev.Usage)
