@@ -96,7 +96,7 @@ def only_session(store: str) -> str:
         json.loads(line)
         for line in agent_host("sessions", "--store", store, "--json").stdout.splitlines()
     ]
-    return info["id"]
+    return info["sessionId"]
 
 
 # -- run, and the commands on its session
@@ -534,8 +534,31 @@ async def test_sessions_of_one_workspace(tmp_path):
     assert listed.returncode == 0
     assert [line.split()[0] for line in listed.stdout.splitlines()] == ["in-app"]
     as_json = agent_host("sessions", "--store", str(tmp_path / "s"), "--json")
-    rows = {r["id"]: r["workspace"] for r in map(json.loads, as_json.stdout.splitlines())}
+    rows = {r["sessionId"]: r["workspace"] for r in map(json.loads, as_json.stdout.splitlines())}
     assert rows == {"in-app": str(app), "in-lib": str(lib)}
+
+
+async def test_sessions_json_is_what_session_list_says(tmp_path):
+    """Each line of ``sessions --json`` is the wire's SessionSummary, keys and values:
+    a script reads ``sessionId`` from the CLI as an editor does from the server."""
+    from agent_host.client import AgentClient
+    from agent_host.rpc import methods
+
+    app = tmp_path / "app"
+    app.mkdir()
+    store = open_store(tmp_path / "s")
+    await store.append("one", [SessionStarted(workspace=str(app), title="T"), UserPrompt(text="a")])
+    await store.append("two", [UserPrompt(text="b"), UserPrompt(text="c")])
+    await store.close()
+    as_json = agent_host("sessions", "--store", str(tmp_path / "s"), "--json")
+    assert as_json.returncode == 0
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    async with AgentClient(store=str(tmp_path / "s"), workspace=app) as client:
+        wire = (await client.request(methods.LIST, {}))["sessions"]
+    assert rows == wire
+    assert [list(r) for r in rows] == [list(w) for w in wire]  # the same order of keys, too
+    assert [r["sessionId"] for r in rows] == ["two", "one"]
+    assert "id" not in rows[0]
 
 
 async def test_gc_removes_unreferenced_snapshots(tmp_path):

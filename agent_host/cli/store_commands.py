@@ -13,7 +13,9 @@ from typing import Any
 
 import orjson
 
-from ..session import collect_garbage, open_store
+from ..rpc.converter import unstructure
+from ..rpc.types import SessionSummary
+from ..session import SessionInfo, collect_garbage, open_store
 from .exit_codes import EXIT_OK
 from .output import local_time
 
@@ -47,13 +49,15 @@ async def gc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _info_json(info: Any) -> dict[str, Any]:
-    return {
-        "id": info.id,
-        "title": info.title,
-        "turns": info.turns,
-        "head": info.head,
-        "workspace": info.workspace,
-        "createdAt": local_time(info.created_at),
-        "updatedAt": local_time(info.updated_at),
-    }
+def _info_json(info: SessionInfo) -> dict[str, Any]:
+    # The wire's SessionSummary (session/list), so a script reads the same keys here.
+    summary = SessionSummary(
+        info.id,
+        info.title,
+        local_time(info.created_at),
+        local_time(info.updated_at),
+        info.turns,
+        info.head,
+        info.workspace,
+    )
+    return unstructure(summary)

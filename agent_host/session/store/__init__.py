@@ -44,9 +44,11 @@ def default_store_url() -> str:
 
 
 def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
-    """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``, ``memory:``.
+    """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
+    ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``.
 
-    None means :func:`default_store_url`.
+    None means :func:`default_store_url`. ``open_store(store.url)`` opens ``store``
+    again (a new, empty one for the in-memory stores).
     """
     if url is None:
         url = default_store_url()
@@ -66,8 +68,11 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
         raise UnsupportedStore(f"store URL {text!r} names no path")
     if parts.scheme == "file":
         return FileCheckpointer(path)
-    from .sqlite import SqliteCheckpointer
+    from .sqlite import MEMORY, SqliteCheckpointer
 
+    # As written, not unquoted: sqlite:///%3Amemory%3A is a file named /:memory:.
+    if parts.path == f"/{MEMORY}":
+        return SqliteCheckpointer(MEMORY)
     return SqliteCheckpointer(path)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from array import array
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -48,6 +49,27 @@ async def file_lease(path: str, session_id: str) -> AsyncIterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+class LocalLeases:
+    """Turn leases for a store no other process can open (one in memory): a set of the
+    sessions whose turn is running, which nothing outlives but this process."""
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        self._mutex = threading.Lock()  # event loops in several threads may share a store
+
+    @asynccontextmanager
+    async def hold(self, session_id: str) -> AsyncIterator[None]:
+        with self._mutex:
+            if session_id in self._held:
+                raise TurnInProgress(f"a turn is running in session {session_id!r}")
+            self._held.add(session_id)
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._held.discard(session_id)
 
 
 def check_events(events: Sequence[Event]) -> None:
@@ -210,6 +232,13 @@ class Checkpointer(Protocol):
 
     blobs: BlobStore
     """Content-addressed store for the file snapshots the events refer to."""
+
+    @property
+    def url(self) -> str:
+        """The URL :func:`open_store` opens this same store by: ``file:///abs/dir``,
+        ``sqlite:///abs/sessions.db``. A store that lives in this process only says
+        ``memory:`` or ``sqlite:///:memory:``: opened again, that is a new, empty one."""
+        ...
 
     async def append(
         self, session_id: str, events: Sequence[Event], expected_head: int | None = None

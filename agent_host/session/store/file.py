@@ -111,6 +111,10 @@ class FileCheckpointer:
     def __repr__(self) -> str:
         return f"FileCheckpointer({str(self.root)!r})"
 
+    @property
+    def url(self) -> str:
+        return self.root.as_uri()
+
     # -- async API: each call runs on a worker thread, holding the session lock,
     # except a short append while the disk is fast (see pacing).
 

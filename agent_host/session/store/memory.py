@@ -7,16 +7,24 @@ back is a copy that behaves exactly as it would from disk.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
 import attrs
 import orjson
 
 from .. import events as ev
 from ..blobs import MemoryBlobStore
-from ..errors import CheckpointConflictError, CheckpointNotFound, SessionNotFound, TurnInProgress
-from .base import SessionInfo, Summary, Truncation, check_events, check_session_id, summarize
+from ..errors import CheckpointConflictError, CheckpointNotFound, SessionNotFound
+from .base import (
+    LocalLeases,
+    SessionInfo,
+    Summary,
+    Truncation,
+    check_events,
+    check_session_id,
+    summarize,
+)
 
 
 @attrs.define
@@ -30,10 +38,14 @@ class MemoryCheckpointer:
     def __init__(self) -> None:
         self.blobs = MemoryBlobStore()
         self._sessions: dict[str, _Session] = {}
-        self._leased: set[str] = set()
+        self._leases = LocalLeases()
 
     def __repr__(self) -> str:
         return "MemoryCheckpointer()"
+
+    @property
+    def url(self) -> str:
+        return "memory:"
 
     async def append(
         self, session_id: str, events: Sequence[ev.Event], expected_head: int | None = None
@@ -124,16 +136,9 @@ class MemoryCheckpointer:
             )
         return out
 
-    @asynccontextmanager
-    async def turn_lease(self, session_id: str) -> AsyncIterator[None]:
+    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         check_session_id(session_id)
-        if session_id in self._leased:
-            raise TurnInProgress(f"a turn is running in session {session_id!r}")
-        self._leased.add(session_id)
-        try:
-            yield
-        finally:
-            self._leased.discard(session_id)
+        return self._leases.hold(session_id)
 
     async def close(self) -> None:
         return None

@@ -11,6 +11,9 @@ What the operating system refuses reaches the caller as :class:`StoreUnavailable
 naming the database and the reason; a failed transaction is rolled back whole. A
 database this process cannot write (a read-only file or folder) is opened
 read-only if its schema is current: reads work, writes raise StoreUnavailable.
+
+``:memory:`` (``sqlite:///:memory:``) is an in-memory database, as in SQLite: it
+lives as long as the store, writes no file, and no other store or process sees it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,9 +32,7 @@ from typing import Any, TypeVar
 import orjson
 
 from .. import events as ev
-from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
 from ..errors import (
-    BlobNotFound,
     CheckpointConflictError,
     CheckpointNotFound,
     CorruptLogError,
@@ -41,6 +42,7 @@ from ..errors import (
     store_unavailable,
 )
 from .base import (
+    LocalLeases,
     SessionInfo,
     Summary,
     Truncation,
@@ -49,8 +51,10 @@ from .base import (
     file_lease,
     summarize,
 )
+from .sqlite_blobs import SqliteBlobStore
 
 T = TypeVar("T")
+MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 30_000
 # What SQLite says (extended codes start so) when the OS refused it: not our bug.
 _REFUSED = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")
@@ -100,35 +104,66 @@ MIGRATIONS = [
 
 
 class SqliteCheckpointer:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path).expanduser().absolute()
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        # ":memory:" is SQLite's in-memory database, as in sqlite3.connect: never a file.
+        self.path: Path | None = None
+        """The database file; None for the in-memory database."""
+        if os.fspath(path) != MEMORY:
+            self.path = Path(path).expanduser().absolute()
+        self._where: Path | str = self.path or MEMORY
+        """The database as messages name it."""
         self._mutex = threading.Lock()
         self._read_only: tuple[str, int] | None = None
         """Why this process cannot write the database (the OS's reason and errno)."""
-        try:
-            self._conn = self._open_to_write()
-        except (OSError, sqlite3.OperationalError, StoreUnavailable) as exc:
-            # Only a database the OS will not let us write is opened read-only: a
-            # full disk at start-up must not leave the store read-only for good.
-            self._read_only = _why_read_only(self.path)
-            if self._read_only is None:
-                if isinstance(exc, StoreUnavailable) or not _refused(exc):
-                    raise
-                raise _unavailable(self.path, "open", exc) from exc
-            self._conn = self._open_to_read()
+        self._leases = LocalLeases()
+        """The in-memory database's turn leases (no other process can open it)."""
+        if self.path is None:
+            self._conn = self._open_in_memory()
+        else:
+            self._conn = self._open_file(self.path)
         self.blobs = SqliteBlobStore(self)
 
     def __repr__(self) -> str:
-        return f"SqliteCheckpointer({str(self.path)!r})"
+        return f"SqliteCheckpointer({str(self._where)!r})"
 
-    def _open_to_write(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        conn = _connect(str(self.path))
+    @property
+    def url(self) -> str:
+        if self.path is None:
+            return f"sqlite:///{MEMORY}"
+        return "sqlite://" + self.path.as_uri().removeprefix("file://")
+
+    def _open_in_memory(self) -> sqlite3.Connection:
+        """A private database on one connection, gone when the store closes.
+
+        Every thread reaches it through that connection (under ``_mutex``), so no
+        shared cache is needed: its table locks would ignore ``busy_timeout``.
+        """
+        conn = _connect(MEMORY)
+        self._conn = conn
+        self.setup()
+        return conn
+
+    def _open_file(self, path: Path) -> sqlite3.Connection:
         try:
-            mode = os.stat(self.path).st_mode & 0o777
+            return self._open_to_write(path)
+        except (OSError, sqlite3.OperationalError, StoreUnavailable) as exc:
+            # Only a database the OS will not let us write is opened read-only: a
+            # full disk at start-up must not leave the store read-only for good.
+            self._read_only = _why_read_only(path)
+            if self._read_only is None:
+                if isinstance(exc, StoreUnavailable) or not _refused(exc):
+                    raise
+                raise _unavailable(path, "open", exc) from exc
+            return self._open_to_read(path)
+
+    def _open_to_write(self, path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        conn = _connect(str(path))
+        try:
+            mode = os.stat(path).st_mode & 0o777
             if mode & 0o077:  # private to the user (a read-only file stays read-only)
                 with suppress(OSError):  # not ours to change: another user's file
-                    os.chmod(self.path, mode & 0o700)
+                    os.chmod(path, mode & 0o700)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             self._conn = conn
@@ -138,7 +173,7 @@ class SqliteCheckpointer:
             raise
         return conn
 
-    def _open_to_read(self) -> sqlite3.Connection:
+    def _open_to_read(self, path: Path) -> sqlite3.Connection:
         """The database opened read-only, if its schema needs no migration.
 
         WAL needs the ``-shm`` file beside the database: in a folder this process
@@ -146,22 +181,22 @@ class SqliteCheckpointer:
         and the database is read as immutable (no locks), as it then is. A ``-wal``
         file there holds commits an immutable read would miss: that raises.
         """
-        uri = self.path.as_uri()
+        uri = path.as_uri()
         conn = _connect(f"{uri}?mode=ro", uri=True)
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.OperationalError as exc:
             conn.close()
-            wal = Path(f"{self.path}-wal")
+            wal = Path(f"{path}-wal")
             if not _refused(exc) or (wal.exists() and wal.stat().st_size):
-                raise _unavailable(self.path, "read", exc) from exc
+                raise _unavailable(path, "read", exc) from exc
             conn = _connect(f"{uri}?immutable=1", uri=True)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version < len(MIGRATIONS):
             conn.close()
             reason, code = self._read_only or ("read-only", None)
             raise StoreUnavailable(
-                f"cannot migrate {self.path}: {reason}; its schema (version {version}) "
+                f"cannot migrate {path}: {reason}; its schema (version {version}) "
                 f"must become version {len(MIGRATIONS)} before this version can read it",
                 code,
             )
@@ -180,12 +215,12 @@ class SqliteCheckpointer:
     def _transaction(self, action: str = "write to") -> Iterator[sqlite3.Connection]:
         if self._read_only is not None:
             reason, code = self._read_only
-            raise StoreUnavailable(f"cannot {action} {self.path}: {reason}", code)
+            raise StoreUnavailable(f"cannot {action} {self._where}: {reason}", code)
         with self._mutex:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise _busy(self.path, action, exc) from None
+                raise _busy(self._where, action, exc) from None
             try:
                 yield self._conn
             except BaseException as exc:
@@ -193,21 +228,21 @@ class SqliteCheckpointer:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.OperationalError):
-                    raise _busy(self.path, action, exc) from None
+                    raise _busy(self._where, action, exc) from None
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                raise _busy(self.path, action, exc) from None
+                raise _busy(self._where, action, exc) from None
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._mutex:
             try:
                 return self._conn.execute(sql, args).fetchall()
             except sqlite3.OperationalError as exc:
-                raise _busy(self.path, "read", exc) from None
+                raise _busy(self._where, "read", exc) from None
 
     # -- async API
 
@@ -225,7 +260,7 @@ class SqliteCheckpointer:
             "SELECT data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
             (session_id, since_seq),
         )
-        return [_decode(self.path, data) for (data,) in rows]
+        return [_decode(self._where, data) for (data,) in rows]
 
     async def head(self, session_id: str) -> int:
         check_session_id(session_id)
@@ -264,6 +299,8 @@ class SqliteCheckpointer:
 
     def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         check_session_id(session_id)
+        if self.path is None:
+            return self._leases.hold(session_id)
         # A lock file beside the database: SQLite has no lock a crash releases by itself.
         folder = self.path.with_name(self.path.name + ".locks")
         try:
@@ -320,7 +357,7 @@ class SqliteCheckpointer:
         rows = db.execute(
             "SELECT data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()
-        return [_decode(self.path, data) for (data,) in rows]
+        return [_decode(self._where, data) for (data,) in rows]
 
     def _delete(self, session_id: str) -> None:
         with self._transaction("delete from") as db:
@@ -345,7 +382,7 @@ class SqliteCheckpointer:
             rows = db.execute(
                 "SELECT seq, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
-            kept = [_decode(self.path, data) for s, data in rows if s <= seq]
+            kept = [_decode(self._where, data) for s, data in rows if s <= seq]
             removed_raw = [data for s, data in rows if s > seq]
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(id), 0) FROM truncations WHERE session_id = ?", (session_id,)
@@ -357,85 +394,18 @@ class SqliteCheckpointer:
             )
             db.execute("DELETE FROM events WHERE session_id = ? AND seq > ?", (session_id, seq))
             self._save_summary(db, session_id, summarize(kept))
-            removed = [_decode(self.path, data) for data in removed_raw]
+            removed = [_decode(self._where, data) for data in removed_raw]
             return Truncation(last + 1, seq, now, removed)
 
 
-class SqliteBlobStore:
-    """Blobs in the same database as the events, so one file holds a whole store."""
-
-    def __init__(self, store: SqliteCheckpointer) -> None:
-        self._store = store
-
-    async def put(self, data: bytes) -> str:
-        blob = blob_id(data)
-        await _run(self._put, blob, bytes(data))
-        return blob
-
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
-        rows = [(blob_id(d), bytes(d)) for d in datas]
-        await _run(self._put_rows, rows)
-        return [blob for blob, _ in rows]
-
-    async def read_checked(
-        self, blobs: Iterable[str], keep_bytes: int
-    ) -> tuple[dict[str, bytes], dict[str, str]]:
-        wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
-        found: dict[str, bytes] = {}
-        for start in range(0, len(wanted), 500):  # under SQLite's variable limit
-            chunk = wanted[start : start + 500]
-            rows = await _run(
-                self._store._query,
-                f"SELECT id, data FROM blobs WHERE id IN ({','.join('?' * len(chunk))})",
-                tuple(chunk),
-            )
-            found.update((blob, bytes(data)) for blob, data in rows)
-        return check_all(found.get, wanted, keep_bytes)
-
-    def _put_rows(self, rows: list[tuple[str, bytes]]) -> None:
-        now = time.time()
-        with self._store._transaction() as db:
-            db.executemany(
-                "INSERT INTO blobs (id, data, touched_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET touched_at = excluded.touched_at",
-                [(blob, data, now) for blob, data in rows],
-            )
-
-    def _put(self, blob: str, data: bytes) -> None:
-        self._put_rows([(blob, data)])
-
-    async def get(self, blob: str) -> bytes:
-        check_blob_id(blob)
-        rows = await _run(self._store._query, "SELECT data FROM blobs WHERE id = ?", (blob,))
-        if not rows:
-            raise BlobNotFound(f"blob {blob} is not in the blob store")
-        return verified(blob, bytes(rows[0][0]), self._store.path)
-
-    async def exists(self, blob: str) -> bool:
-        check_blob_id(blob)
-        rows = await _run(self._store._query, "SELECT 1 FROM blobs WHERE id = ?", (blob,))
-        return bool(rows)
-
-    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        return await _run(self._gc, referenced, grace_seconds)
-
-    def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        cutoff = time.time() - grace_seconds
-        with self._store._transaction() as db:
-            rows = db.execute("SELECT id, touched_at, length(data) FROM blobs").fetchall()
-            dead = [(b, n) for b, t, n in rows if b not in referenced and t < cutoff]
-            db.executemany("DELETE FROM blobs WHERE id = ?", [(b,) for b, _ in dead])
-        return GcResult(len(dead), len(rows) - len(dead), sum(size for _, size in dead))
-
-
-def _decode(path: Path, data: bytes) -> ev.Event:
+def _decode(path: Path | str, data: bytes) -> ev.Event:
     try:
         return ev.from_dict(orjson.loads(data))
     except Exception as exc:
         raise CorruptLogError(f"{path}: an event could not be read: {exc}") from exc
 
 
-def _busy(path: Path, action: str, exc: sqlite3.OperationalError) -> Exception:
+def _busy(path: Path | str, action: str, exc: sqlite3.OperationalError) -> Exception:
     if "locked" in str(exc) or "busy" in str(exc):
         return StoreBusy(
             f"{path} stayed locked for {BUSY_TIMEOUT_MS // 1000}s; "
@@ -465,7 +435,7 @@ def _refused(exc: Exception) -> bool:
     return (getattr(exc, "sqlite_errorname", None) or "").startswith(_REFUSED)
 
 
-def _unavailable(path: Path, action: str, exc: Exception) -> StoreUnavailable:
+def _unavailable(path: Path | str, action: str, exc: Exception) -> StoreUnavailable:
     if isinstance(exc, OSError):
         return store_unavailable(exc.filename or path, action, exc)
     code = errno.ENOSPC if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" else None

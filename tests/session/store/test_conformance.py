@@ -1,6 +1,7 @@
 """The checkpointer contract, run unchanged against every backend.
 
-A new backend (Postgres) joins by adding itself to ``BACKENDS`` in conftest.py.
+A new backend (Postgres) joins by adding itself to ``BACKENDS`` in tests/conftest.py;
+SQLite in memory runs here too (tests/session/store/conftest.py).
 """
 
 from __future__ import annotations

@@ -232,6 +232,11 @@ async def test_killed_writer_leaves_whole_batches_and_every_ack(backend, tmp_pat
     (SIGKILL; memory: task cancelled) at a random moment. After each: seqs are 1..head,
     every batch is whole, every acknowledged append is there at the head it returned,
     the file store's list() shows the right head, and the log takes the next append."""
+    if backend.name == "sqlite-memory":
+        pytest.skip(
+            "in-memory SQLite dies only with this process, and an append goes on in its "
+            "worker thread after its task is cancelled: no writer to kill (sqlite kills one)"
+        )
     seed = crash_seed()
     if backend.durable:
         await crash_durable(backend, tmp_path, seed)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 
 from agent_host.session import (
@@ -10,6 +12,7 @@ from agent_host.session import (
     default_store_url,
     open_store,
 )
+from agent_host.session.events import UserPrompt
 
 
 def test_urls_pick_backends(tmp_path):
@@ -35,3 +38,41 @@ def test_default_store_lives_in_the_user_data_dir(tmp_path, monkeypatch):
     store = open_store()
     assert isinstance(store, FileCheckpointer)
     assert store.root == tmp_path / "agent-host"
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+@pytest.mark.parametrize("name", ["plain", "with space", "per%cent", "ünï"])
+async def test_a_store_reopens_by_its_url(tmp_path, monkeypatch, kind, name):
+    """``store.url`` is absolute, whatever it was opened by, and opens the same store."""
+    monkeypatch.chdir(tmp_path)
+    given = name if kind == "file" else f"sqlite://{quote(str(tmp_path / name))}.db"
+    store = open_store(given)
+    where = tmp_path / name if kind == "file" else tmp_path / f"{name}.db"
+    assert store.url.startswith(f"{kind}:///")
+    await store.append("s1", [UserPrompt(text="written through one")])
+    await store.blobs.put(b"snapshot")
+    reopened = open_store(store.url)
+    assert type(reopened) is type(store)
+    assert (reopened.root if kind == "file" else reopened.path) == where
+    assert reopened.url == store.url
+    assert [e.text for e in await reopened.read("s1")] == ["written through one"]
+    assert await reopened.append("s1", [UserPrompt(text="and the other")], expected_head=1) == 2
+    assert await store.head("s1") == 2
+    await store.close()
+    await reopened.close()
+
+
+def test_urls_of_the_stores_that_live_in_memory():
+    """They name the kind of store: opened again, each is a new, empty one."""
+    assert open_store("memory:").url == "memory:"
+    assert MemoryCheckpointer().url == "memory:"
+    memory_sqlite = open_store("sqlite:///:memory:")
+    assert memory_sqlite.url == "sqlite:///:memory:"
+    assert open_store(memory_sqlite.url) is not memory_sqlite
+
+
+def test_file_store_url_is_its_absolute_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert FileCheckpointer("rel").url == (tmp_path / "rel").as_uri()
+    assert open_store(f"file://{tmp_path}/x").url == f"file://{tmp_path}/x"
+    assert SqliteCheckpointer("rel.db").url == f"sqlite://{tmp_path}/rel.db"

@@ -1,14 +1,19 @@
-"""What only the SQLite store promises: WAL, migrations, a unique (session, seq)."""
+"""What only the SQLite store promises: WAL, migrations, a unique (session, seq), and
+an in-memory database for ``:memory:``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import stat
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from agent_host.session import SqliteCheckpointer, open_store
+from agent_host.session.errors import TurnInProgress
 from agent_host.session.events import UserPrompt
 from agent_host.session.store.sqlite import MIGRATIONS
 
@@ -66,3 +71,88 @@ async def test_a_second_event_with_the_same_seq_is_impossible(tmp_path):
     db = sqlite3.connect(path)
     with pytest.raises(sqlite3.IntegrityError):
         db.execute("INSERT INTO events (session_id, seq, data) VALUES ('s1', 1, x'7b7d')")
+
+
+# -- the in-memory database
+
+
+@pytest.fixture
+def no_files(tmp_path, monkeypatch):
+    """Run in an empty folder, then check nothing was written there or at /:memory:
+    (where a relative ":memory:" resolved against / would be created)."""
+    root_file = Path("/:memory:")
+    before = root_file.stat().st_mtime_ns if root_file.exists() else None
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    yield
+    assert list(here.iterdir()) == []
+    assert (root_file.stat().st_mtime_ns if root_file.exists() else None) == before
+
+
+@pytest.mark.parametrize("opener", ["url", "class"])
+async def test_memory_is_a_database_of_its_own_with_no_file(no_files, opener):
+    def new():
+        if opener == "url":
+            return open_store("sqlite:///:memory:")
+        return SqliteCheckpointer(":memory:")
+
+    a, b = new(), new()
+    assert isinstance(a, SqliteCheckpointer) and a.path is None
+    assert a.url == "sqlite:///:memory:" and repr(a) == "SqliteCheckpointer(':memory:')"
+    await a.append("s1", [UserPrompt(text="only in a")])
+    blob = await a.blobs.put(b"snapshot")
+    assert [i.id for i in await a.list()] == ["s1"]
+    assert await a.blobs.get(blob) == b"snapshot"
+    assert await b.list() == [] and not await b.blobs.exists(blob)
+    async with a.turn_lease("s1"), b.turn_lease("s1"):  # leases are per store too
+        pass
+    await a.close()
+    await b.close()
+
+
+async def test_memory_is_shared_by_the_stores_threads_and_event_loops(no_files):
+    store = SqliteCheckpointer(":memory:")
+    # Each call runs on a worker thread; these run at once.
+    heads = await asyncio.gather(
+        *(store.append(f"s{n}", [UserPrompt(text="x")]) for n in range(20))
+    )
+    assert heads == [1] * 20
+
+    def in_another_loop() -> list[str]:
+        async def read() -> list[str]:
+            await store.append("s0", [UserPrompt(text="from a thread")], expected_head=1)
+            return [e.text for e in await store.read("s0")]
+
+        return asyncio.run(read())
+
+    assert await asyncio.to_thread(in_another_loop) == ["x", "from a thread"]
+    assert len(await store.list()) == 20
+    await store.close()
+
+
+async def test_memory_lease_is_exclusive_within_the_process(no_files):
+    store = open_store("sqlite:///:memory:")
+    async with store.turn_lease("s1"):
+        with pytest.raises(TurnInProgress, match="'s1'"):
+            async with store.turn_lease("s1"):
+                pass
+    async with store.turn_lease("s1"):
+        pass
+    await store.close()
+
+
+async def test_a_file_named_like_memory_is_a_file(tmp_path, monkeypatch):
+    """Only ":memory:" itself is the in-memory database; a path merely ending so, or the
+    name quoted in a URL, is a file."""
+    monkeypatch.chdir(tmp_path)
+    store = SqliteCheckpointer(tmp_path / "x:memory:")
+    await store.append("s1", [UserPrompt(text="x")])
+    await store.close()
+    assert (tmp_path / "x:memory:").is_file()
+    quoted = open_store(f"sqlite://{quote(str(tmp_path))}/%3Amemory%3A")
+    assert quoted.path == tmp_path / ":memory:"
+    await quoted.close()
+    again = open_store(quoted.url)
+    assert again.path == tmp_path / ":memory:"
+    await again.close()

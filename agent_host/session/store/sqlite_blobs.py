@@ -1,0 +1,86 @@
+"""The SQLite store's blobs: in the same database as the events, so one file (or one
+in-memory database) holds a whole store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence, Set
+from typing import TYPE_CHECKING
+
+from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
+from ..errors import BlobNotFound
+
+if TYPE_CHECKING:
+    from .sqlite import SqliteCheckpointer
+
+
+class SqliteBlobStore:
+    """Content-addressed blobs in the ``blobs`` table of the store's database."""
+
+    def __init__(self, store: SqliteCheckpointer) -> None:
+        self._store = store
+
+    async def put(self, data: bytes) -> str:
+        blob = blob_id(data)
+        await asyncio.to_thread(self._put, blob, bytes(data))
+        return blob
+
+    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+        rows = [(blob_id(d), bytes(d)) for d in datas]
+        await asyncio.to_thread(self._put_rows, rows)
+        return [blob for blob, _ in rows]
+
+    async def read_checked(
+        self, blobs: Iterable[str], keep_bytes: int
+    ) -> tuple[dict[str, bytes], dict[str, str]]:
+        wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(wanted), 500):  # under SQLite's variable limit
+            chunk = wanted[start : start + 500]
+            rows = await asyncio.to_thread(
+                self._store._query,
+                f"SELECT id, data FROM blobs WHERE id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update((blob, bytes(data)) for blob, data in rows)
+        return check_all(found.get, wanted, keep_bytes)
+
+    def _put_rows(self, rows: list[tuple[str, bytes]]) -> None:
+        now = time.time()
+        with self._store._transaction() as db:
+            db.executemany(
+                "INSERT INTO blobs (id, data, touched_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET touched_at = excluded.touched_at",
+                [(blob, data, now) for blob, data in rows],
+            )
+
+    def _put(self, blob: str, data: bytes) -> None:
+        self._put_rows([(blob, data)])
+
+    async def get(self, blob: str) -> bytes:
+        check_blob_id(blob)
+        rows = await asyncio.to_thread(
+            self._store._query, "SELECT data FROM blobs WHERE id = ?", (blob,)
+        )
+        if not rows:
+            raise BlobNotFound(f"blob {blob} is not in the blob store")
+        return verified(blob, bytes(rows[0][0]), self._store._where)
+
+    async def exists(self, blob: str) -> bool:
+        check_blob_id(blob)
+        rows = await asyncio.to_thread(
+            self._store._query, "SELECT 1 FROM blobs WHERE id = ?", (blob,)
+        )
+        return bool(rows)
+
+    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+
+    def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        cutoff = time.time() - grace_seconds
+        with self._store._transaction() as db:
+            rows = db.execute("SELECT id, touched_at, length(data) FROM blobs").fetchall()
+            dead = [(b, n) for b, t, n in rows if b not in referenced and t < cutoff]
+            db.executemany("DELETE FROM blobs WHERE id = ?", [(b,) for b, _ in dead])
+        return GcResult(len(dead), len(rows) - len(dead), sum(size for _, size in dead))
