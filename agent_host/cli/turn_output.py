@@ -7,6 +7,13 @@ from typing import Any
 
 from .output import print_json, shorten
 
+UNKNOWN_COST = "$—"
+"""A cost the server could not price (null): unknown, which $0.0000 would hide."""
+
+
+def money(usd: float | None) -> str:
+    return UNKNOWN_COST if usd is None else f"${usd:.4f}"
+
 
 class TurnPrinter:
     """What ``run`` tells its printer; each method does nothing unless overridden."""
@@ -70,7 +77,7 @@ class TextPrinter(TurnPrinter):
         print(
             f"[{result['stopReason']}] session {result['sessionId']}, checkpoint "
             f"{result['checkpoint']}, {usage.get('inputTokens', 0)} in / "
-            f"{usage.get('outputTokens', 0)} out tokens, ${result.get('cost', 0.0):.4f}",
+            f"{usage.get('outputTokens', 0)} out tokens, {money(result.get('cost'))}",
             file=sys.stderr,
             flush=True,
         )

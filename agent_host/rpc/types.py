@@ -72,10 +72,11 @@ class SendResult:
     stop_reason: StopReason
     text: str
     usage: Usage
-    cost: float
-    """USD for this turn."""
-    total_cost: float
-    """USD for the session so far."""
+    cost: float | None
+    """USD for this turn; null when unknown (a model neither the provider nor the
+    price table prices)."""
+    total_cost: float | None
+    """USD for the session so far; null when any of its model calls' cost is unknown."""
 
 
 @attrs.define

@@ -82,6 +82,11 @@ def test_chat_shows_the_turn_and_status_follows_it(edited):
     assert edited["status_after"] == "agent-host: idle · $0.0000"
 
 
+def test_an_unknown_cost_shows_as_a_dash_not_zero(edited):
+    assert edited["footer_unknown_cost"] == "— end_turn · 3 in / 4 out tokens · $— (session $—)"
+    assert edited["status_unknown_cost"] == "agent-host: idle · $—"
+
+
 def test_checkpoints_listed_with_their_files(edited):
     [checkpoint] = edited["checkpoints"]
     assert checkpoint["seq"] == edited["send_result"]["checkpoint"]

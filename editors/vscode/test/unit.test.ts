@@ -338,6 +338,32 @@ describe('Transcript', () => {
         assert.equal(formatCost(0.01234), '$0.0123');
         assert.equal(formatCost(12.5), '$12.50');
     });
+
+    test('a null cost (the server has no price for the model) is unknown, never $0', () => {
+        const t = new Transcript('s');
+        t.apply(ev('usage', { seq: 2, inputTokens: 10, outputTokens: 2, cost: 0.5 }));
+        t.apply(ev('usage', { seq: 3, inputTokens: 10, outputTokens: 2, cost: null }));
+        assert.equal(t.state.cost, null);
+        // a later known part does not make the sum known again
+        t.apply(ev('usage', { seq: 4, inputTokens: 10, outputTokens: 2, cost: 0.25 }));
+        assert.equal(t.state.cost, null);
+        assert.equal(t.state.inputTokens, 30);
+        assert.equal(formatCost(t.state.cost), '$—');
+        const result = {
+            sessionId: 's',
+            checkpoint: 1,
+            stopReason: 'end_turn' as const,
+            text: '',
+            usage: { inputTokens: 30, outputTokens: 6 },
+            cost: null,
+            totalCost: null,
+        };
+        t.applyResult(result);
+        assert.deepEqual([t.state.cost, t.state.costKnown], [null, true]);
+        assert.equal(formatCost(null), '$—');
+        t.applyResult({ ...result, cost: 0.1, totalCost: 0.75 });
+        assert.equal(t.state.cost, 0.75);
+    });
 });
 
 describe('restore texts', () => {

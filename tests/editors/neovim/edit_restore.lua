@@ -48,6 +48,21 @@ H.record("chat_window", {
 })
 H.record("edits_log", require("agent_host.edits").log)
 
+-- a cost the server sent as null (it has no price for the model) shows as $—,
+-- never as $0: in the footer, decoded as vim.lsp decodes the server's messages...
+local unknown = vim.json.decode(
+  '{"stopReason":"end_turn","usage":{"inputTokens":3,"outputTokens":4},"cost":null,"totalCost":null}',
+  { luanil = { object = true } }
+)
+require("agent_host.chat").footer(inst, unknown)
+local chat_lines = vim.split(H.chat_text(), "\n", { plain = true })
+H.record("footer_unknown_cost", chat_lines[#chat_lines])
+-- ...and in the statusline (false: what a null totalCost leaves there)
+local known_total = inst.total_cost
+inst.total_cost = false
+H.record("status_unknown_cost", agent.status())
+inst.total_cost = known_total
+
 -- the edit is one undo step, and :write does not ask "changed since reading"
 vim.cmd("silent undo")
 H.record("after_undo_lines", H.lines(buf))

@@ -254,8 +254,10 @@ function M.note(inst, text, hl)
   M.append_lines(inst, vim.split(text, "\n", { plain = true }), hl or "AgentHostNote")
 end
 
-local function money(x)
-  return ("$%.4f"):format(tonumber(x) or 0)
+--- "$0.0123"; "$—" for a cost the server sent as null (unknown: it has no
+--- price for the model), which "$0.0000" would pass off as free.
+function M.money(x)
+  return type(x) == "number" and ("$%.4f"):format(x) or "$—"
 end
 
 function M.footer(inst, result)
@@ -265,8 +267,8 @@ function M.footer(inst, result)
       result.stopReason or "?",
       tonumber(usage.inputTokens) or 0,
       tonumber(usage.outputTokens) or 0,
-      money(result.cost),
-      money(result.totalCost)
+      M.money(result.cost),
+      M.money(result.totalCost)
     ),
   }, "AgentHostFooter")
 end

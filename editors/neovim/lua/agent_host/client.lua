@@ -24,7 +24,7 @@ M.NAME = "agent-host"
 ---@field turn table? the running session/send
 ---@field busy table? another running request: {what, request_id}
 ---@field activity string? what the turn is doing, for the statusline
----@field total_cost number?
+---@field total_cost number|false|nil USD of the session; false: unknown; nil: no turn yet
 ---@field chat_buf integer?
 ---@field server_info table?
 

@@ -1,5 +1,6 @@
 -- The statusline text, require("agent_host").status(). Statuslines are told
 -- to redraw by client.changed() (User AgentHostStatus).
+local chat = require("agent_host.chat")
 local client = require("agent_host.client")
 
 local M = {}
@@ -21,7 +22,7 @@ function M.status()
   else
     state = "idle"
   end
-  local cost = inst.total_cost and (" · $%.4f"):format(inst.total_cost) or ""
+  local cost = inst.total_cost == nil and "" or (" · " .. chat.money(inst.total_cost))
   return ("agent-host: %s%s"):format(state, cost)
 end
 

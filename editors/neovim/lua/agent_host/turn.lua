@@ -113,7 +113,8 @@ function M.send(prompt, opts)
         done(err, nil)
         return
       end
-      inst.total_cost = result.totalCost
+      -- false: the server sent null, the session's cost is unknown (nil: no turn yet)
+      inst.total_cost = type(result.totalCost) == "number" and result.totalCost or false
       inst.last_result = result
       chat.footer(inst, result)
       client.changed()

@@ -28,8 +28,9 @@ export interface TranscriptState {
     running: boolean;
     inputTokens: number;
     outputTokens: number;
-    /** USD, from usage events (and totalCost of send results, which wins). */
-    cost: number;
+    /** USD, from usage events (and totalCost of send results, which wins); null
+     * when a model call's cost is unknown (the server has no price for its model). */
+    cost: number | null;
     /** Whether `cost` covers the whole session (false after a resume: the server
      * does not report past cost until the next turn ends). */
     costKnown: boolean;
@@ -148,7 +149,9 @@ export class Transcript {
             case 'usage':
                 this.state.inputTokens += Number(data.inputTokens ?? 0);
                 this.state.outputTokens += Number(data.outputTokens ?? 0);
-                this.state.cost += Number(data.cost ?? 0);
+                // One unknown part makes the sum unknown: a partial sum would pass for the whole.
+                this.state.cost =
+                    this.state.cost === null || data.cost == null ? null : this.state.cost + Number(data.cost);
                 return true;
             case 'turn_end': {
                 this.closeStreaming();
@@ -241,9 +244,9 @@ export function describeCall(name: string, args: Record<string, unknown>): strin
     return subject === undefined ? name : `${name} ${subject}`;
 }
 
-/** `$0.0123`, or `$—` when unknown. */
-export function formatCost(usd: number | undefined): string {
-    if (usd === undefined || !Number.isFinite(usd)) {
+/** `$0.0123`, or `$—` when unknown (null from the server, undefined: not reported yet). */
+export function formatCost(usd: number | null | undefined): string {
+    if (usd === undefined || usd === null || !Number.isFinite(usd)) {
         return '$—';
     }
     return `$${usd.toFixed(usd >= 1 ? 2 : 4)}`;

@@ -59,10 +59,11 @@ export interface SendResult {
     stopReason: StopReason;
     text: string;
     usage: Usage;
-    /** USD for this turn. */
-    cost: number;
-    /** USD for the session so far. */
-    totalCost: number;
+    /** USD for this turn; null when unknown (a model neither the provider nor the
+     * server's price table prices). */
+    cost: number | null;
+    /** USD for the session so far; null when any of its model calls' cost is unknown. */
+    totalCost: number | null;
 }
 
 export interface SessionParams {
@@ -219,7 +220,8 @@ export interface FileSnapshotData extends Logged {
 export interface UsageData extends Logged {
     inputTokens: number;
     outputTokens: number;
-    cost: number;
+    /** USD; null when unknown. */
+    cost: number | null;
     model: string;
 }
 export interface TurnEndData extends Logged {

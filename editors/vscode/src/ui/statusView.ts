@@ -41,7 +41,11 @@ export class StatusView {
         this.status.text = `${running ? '$(sync~spin)' : '$(hubot)'} ${cost}`;
         this.status.tooltip = current
             ? `Agent Host session ${current}\n${t?.state.inputTokens ?? 0} input / ${t?.state.outputTokens ?? 0} output tokens this window${
-                  t && !t.state.costKnown ? '\nCost: known after the next turn of this resumed session' : ''
+                  t && !t.state.costKnown
+                      ? '\nCost: known after the next turn of this resumed session'
+                      : t?.state.cost === null
+                        ? '\nCost: unknown, the server has no price for a model used (see its log)'
+                        : ''
               }\nClick to open the chat`
             : 'Agent Host: no session yet. Click to open the chat';
         this.status.show();
