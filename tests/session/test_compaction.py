@@ -211,3 +211,20 @@ async def test_compactions_own_call_is_priced_like_a_turns(caplog, price, report
     else:
         assert usage.cost == pytest.approx(expected)
         assert not unpriced_warnings(caplog, model)
+
+
+async def test_the_hosts_prices_price_its_compactions(tmp_path, root):
+    model = f"acme/compactor-{uuid.uuid4().hex[:8]}"
+    provider = Summariser("did one", model=model)
+    async with AgentHost(
+        store="memory:",
+        provider=provider,
+        workdir=root,
+        prices={model: (1.0, 4.0)},
+        auto_compact=None,
+    ) as host:
+        state = await session("one", long_text("a"), "two", "short")
+        await host.add_items(to_messages(state.events))
+        assert (await host.compact()).compacted
+        [usage] = [e for e in await log_of(host) if type(e) is ev.Usage]
+    assert usage.cost == pytest.approx((2000 * 1.0 + 50 * 4.0) / 1e6)

@@ -154,3 +154,14 @@ def test_total_cost_sums_usage_and_is_unknown_if_any_part_is():
     unknown = ev.Usage(input_tokens=1, output_tokens=1, cost=None)
     assert total_cost([*events, unknown]) is None
     assert total_cost([unknown, *events]) is None
+
+
+async def test_the_host_reports_an_unknown_session_cost(root, caplog):
+    model = unpriced_model()
+    caplog.set_level(logging.WARNING, logger=PRICING_LOG)
+    async with AgentHost(store="memory:", provider=Answering(model), workdir=root) as host:
+        first = await host.send("one")
+        second = await host.send("two")
+        assert (first.cost, second.cost) == (None, None)
+        assert host.cost is None and await host.session_cost() is None
+    assert len(unpriced_warnings(caplog, model)) == 1
