@@ -33,11 +33,11 @@ def test_run_model_wins_over_the_sessions_model(tmp_path, project, store, script
     assert [e.model for e in events if type(e) is Usage] == [first, other, other]
 
 
-def _read(store: str, session: str) -> list:
+def _read(url: str, session: str) -> list:
     import asyncio
 
     async def read():
-        opened = open_store(store)
+        opened = open_store(url)
         try:
             return await opened.read(session)
         finally:

@@ -136,10 +136,15 @@ async def compact(args: argparse.Namespace) -> int:
     result = await call_server(args, methods.COMPACT, params)
     if args.json:
         print_json(result)
-    else:
+    elif result.get("compacted", True):
         print(
             f"compacted session {args.session}: about {result['before']} -> "
             f"{result['after']} tokens"
+        )
+    else:
+        print(
+            f"session {args.session} left as it was: about {result['before']} tokens, "
+            "too little to summarise or no smaller for it"
         )
     return EXIT_OK
 

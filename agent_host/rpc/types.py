@@ -192,7 +192,12 @@ class CompactParams:
 @attrs.define
 class CompactResult:
     before: int
+    """Estimated tokens of the history before."""
     after: int
+    """Estimated tokens of the history the model sees now."""
+    compacted: bool = True
+    """False when nothing was written: too little to summarise, or a summary that
+    would not have made the history smaller (then before == after)."""
 
 
 @attrs.define

@@ -328,7 +328,7 @@ def create_server() -> AgentServer:
     async def compact(params: rpc.CompactParams) -> rpc.CompactResult:
         async with _progress(server, "agent-host: compacting"):
             done = await server.agent().compact(params.instructions, session_id=params.session_id)
-        return rpc.CompactResult(done.before, done.after)
+        return rpc.CompactResult(done.before, done.after, done.compacted)
 
     return server
 

@@ -118,6 +118,7 @@ class _Turn:
     streaming: list[str] | None = None
     """Text of the model call in flight, not yet in the log."""
     usage: TokenUsage = attrs.field(factory=TokenUsage)
+    compaction_skipped: bool = False
     cost: float | None = 0.0
     """None once a call's cost is unknown: the rest of the sum would mislead."""
 
@@ -133,8 +134,12 @@ class _Turn:
 
     async def _compact_if_needed(self) -> None:
         limit, compact = self.settings.compact_at_tokens, self.settings.compact
-        if limit and compact and estimate_tokens(to_messages(self.state.timeline)) > limit:
-            await compact()
+        if self.compaction_skipped or not (limit and compact):
+            return
+        if estimate_tokens(to_messages(self.state.timeline)) > limit:
+            done = await compact()
+            # One that could not shrink the history will not on the next step either.
+            self.compaction_skipped = getattr(done, "compacted", True) is False
 
     async def _call_model(self) -> tuple[list[ToolCallRequest], Finish | None]:
         messages = to_messages(self.state.timeline)

@@ -274,9 +274,12 @@ async def test_compact_shrinks_the_conversation(agents):
     client.events.clear()
     done = await request(client, "session/compact", {"sessionId": sid, "instructions": "brief"})
     assert isinstance(done["before"], int) and isinstance(done["after"], int)
-    assert done["before"] > done["after"] > 0
+    assert done["before"] > done["after"] > 0 and done["compacted"] is True
     stages = [e["data"]["stage"] for e in client.events if e["kind"] == "compaction_progress"]
     assert stages == ["started", "summarising", "done"]
+    again = await request(client, "session/compact", {"sessionId": sid})
+    # Nothing new since: nothing is written, and the answer says so.
+    assert again["compacted"] is False and again["before"] == again["after"]
     messages = await log_of(client, sid)
     assert messages[0]["role"] == "user" and "Summary" in messages[0]["content"]
     assert messages[-2:] == [

@@ -228,3 +228,46 @@ async def test_the_hosts_prices_price_its_compactions(tmp_path, root):
         assert (await host.compact()).compacted
         [usage] = [e for e in await log_of(host) if type(e) is ev.Usage]
     assert usage.cost == pytest.approx((2000 * 1.0 + 50 * 4.0) / 1e6)
+
+
+@attrs.define(eq=False)
+class ToolLooper:
+    """A turn of several model calls (a tool call each, then an answer), whose
+    compaction summaries are longer than what they would replace."""
+
+    steps: int
+    model: str = "acme/looper"
+    compactions: int = 0
+    answered: int = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "compaction":
+            self.compactions += 1
+            yield TextDelta(long_text("summary", 2000))
+            yield Finish("end_turn")
+            return
+        self.answered += 1
+        if self.answered <= self.steps:
+            from agent_host.session.model import ToolCallRequest
+
+            yield ToolCallRequest(f"c{self.answered}", "list_files", {})
+            yield Finish("tool_calls")
+        else:
+            yield TextDelta("done")
+            yield Finish("end_turn")
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_turn_does_not_retry_a_compaction_that_could_not_shrink(root):
+    provider = ToolLooper(steps=4)
+    host = AgentHost(
+        store="memory:", provider=provider, workdir=root, context_window=40, auto_compact=0.5
+    )
+    async with host:
+        await host.send("one")
+        provider.answered = 0
+        result = await host.send("two")
+    assert result.stop_reason == "end_turn"
+    assert provider.compactions == 1  # five model calls in the turn, one compaction tried

@@ -347,5 +347,3 @@ async def test_compaction_failure_leaves_the_session_untouched(tmp_path, ws, hos
         await failing.compact()
     assert await host.store.head(host.session_id) == head
     await failing.close()
-
-

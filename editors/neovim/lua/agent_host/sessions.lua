@@ -154,6 +154,9 @@ function M.compact(instructions, on_done)
       return fail("session/compact")(err)
     end
     local text = ("— compacted: ~%d → ~%d tokens"):format(result.before or 0, result.after or 0)
+    if result.compacted == false then
+      text = ("— left as it was: ~%d tokens, too little to summarise"):format(result.before or 0)
+    end
     chat.note(inst, text, "AgentHostFooter")
     notify(text)
     if on_done then

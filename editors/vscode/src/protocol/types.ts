@@ -178,6 +178,8 @@ export interface CompactParams {
 export interface CompactResult {
     before: number;
     after: number;
+    /** False when nothing was written (then before == after). */
+    compacted?: boolean;
 }
 
 // -- session/event

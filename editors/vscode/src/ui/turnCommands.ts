@@ -101,8 +101,8 @@ export class TurnCommands {
         try {
             const result = await done;
             const message =
-                result.before === result.after
-                    ? 'nothing to compact yet (it needs two prompts)'
+                result.compacted === false || result.before === result.after
+                    ? 'nothing to compact yet (too little to summarise)'
                     : `${result.before} → ${result.after} tokens`;
             state.transcript(sessionId).info(`Compacted: ${message}.`);
             this.ui.render();
