@@ -137,6 +137,15 @@ def test_a_with_block_runs_turns_totals_their_cost_and_closes(opts):
     s.close()  # closing again does nothing
 
 
+def test_a_cost_nobody_knows_is_none_not_zero(opts):
+    opts = {**opts, "prices": None}  # GatedProvider's model is in no price table
+    with agent_session(**opts) as s:
+        result = s.run("hello")
+        assert result.cost is None and s.cost is None
+        s.run("again")
+        assert s.cost is None
+
+
 def test_a_session_id_continues_that_session_with_its_cost(opts):
     with agent_session(**opts) as s:
         s.run("one")
