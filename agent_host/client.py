@@ -91,10 +91,13 @@ class AgentClient:
         on_permission: PermissionHandler | None = None,
         on_message: Callable[[str], None] | None = None,
         command: list[str] | None = None,
+        mcp_servers: list[dict[str, Any]] | None = None,
     ) -> None:
-        self.options = {
+        self.options: dict[str, Any] = {
             k: v for k, v in {"store": store, "model": model, "approval": approval}.items() if v
         }
+        if mcp_servers:
+            self.options["mcpServers"] = mcp_servers
         self.workspace = Path(workspace or os.getcwd()).resolve()
         self.verbose = verbose
         self.on_event = on_event

@@ -19,6 +19,7 @@ def make_client(args: argparse.Namespace, **kw: Any) -> Any:
         model=getattr(args, "model", None),
         workspace=getattr(args, "workspace", None),
         verbose=args.verbose,
+        mcp_servers=getattr(args, "mcp_servers", None),
         on_message=lambda text: print(text, file=sys.stderr),
         **kw,
     )

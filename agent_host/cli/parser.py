@@ -97,7 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
         "rejects edits and commands elsewhere), auto-edit (edits run, commands ask), "
         "auto (everything runs), read-only (edits and commands are refused)",
     )
-    run_parser.set_defaults(check=check_run)
+    run_parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers whose tools the turn may use: JSON as Claude Code and Cursor keep "
+        'it, {"mcpServers": {"NAME": {"command": ..., "args": [...], "env": {...}}}} '
+        '(or {"url": ..., "headers": {...}} for a streamable HTTP server)',
+    )
+    run_parser.set_defaults(check=check_run, mcp_servers=None)
 
     sessions_parser = add(
         "sessions", "list stored sessions, newest first", sessions, [verbose, store]

@@ -37,7 +37,31 @@ def check_run(args: argparse.Namespace) -> str | None:
         args.prompt = sys.stdin.read()
     if not args.prompt.strip():
         return "PROMPT must not be empty"
+    if args.mcp_config:
+        from ..session.errors import McpConfigError
+        from ..session.mcp import load_config_file
+
+        try:
+            args.mcp_servers = [wire_server(c) for c in load_config_file(args.mcp_config)]
+        except McpConfigError as exc:
+            return str(exc)
     return None
+
+
+def wire_server(config: Any) -> dict[str, Any]:
+    """An MCP server's config in ACP's McpServer shape, for initializationOptions."""
+    if config.transport == "http":
+        headers = [{"name": k, "value": v} for k, v in config.headers]
+        return {"type": "http", "name": config.name, "url": config.url, "headers": headers}
+    server = {
+        "name": config.name,
+        "command": config.command,
+        "args": list(config.args),
+        "env": [{"name": k, "value": v} for k, v in config.env],
+    }
+    if config.cwd:
+        server["cwd"] = config.cwd
+    return server
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -7,9 +7,10 @@ per named ``Literal`` alias such as ``StopReason``), with camelCase property nam
 result (``$ref`` into ``$defs``), its direction and whether it is a request or a
 notification; plus ``eventData``: the ``data`` of each ``session/event`` kind.
 
-``agent-host schema`` prints it. Nothing here is written by hand except the two
-``session/event`` kinds that are not log events (``text_delta`` and
-``compaction_progress``); the tests validate real server output against it.
+``agent-host schema`` prints it. Nothing here is written by hand except the three
+``session/event`` kinds that are not log events (``text_delta``,
+``compaction_progress`` and ``mcp_server``); the tests validate real server output
+against it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,20 @@ _EXTRA_EVENT_DATA: dict[str, dict[str, Any]] = {
         "description": "A compaction (session/compact or automatic) moving on.",
         "properties": {"stage": {"type": "string"}, "message": {"type": "string"}},
         "required": ["stage", "message"],
+    },
+    "mcp_server": {
+        "type": "object",
+        "description": "An MCP server of the session started (ready), failed to start or "
+        "to answer in time (failed: its tools are left out of the turn), was restarted "
+        "after it died, or stopped. The message names the server and never holds its "
+        "env or header values.",
+        "properties": {
+            "server": {"type": "string"},
+            "state": {"enum": ["ready", "failed", "restarted", "stopped"]},
+            "message": {"type": "string"},
+            "tools": {"type": "integer"},
+        },
+        "required": ["server", "state", "message", "tools"],
     },
 }
 

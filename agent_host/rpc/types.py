@@ -26,6 +26,10 @@ class InitializationOptions:
     """Model as provider/model (openai/gpt-4.1-mini) or scripted:PATH."""
     approval: Approval = "ask"
     """Which tool calls need the user's permission."""
+    mcp_servers: list[dict[str, Any]] = attrs.field(factory=list)
+    """MCP servers whose tools every session's turns are offered, in ACP's
+    McpServer shape: ``{"name", "command", "args", "env": [{"name", "value"}]}``
+    or ``{"type": "http", "name", "url", "headers": [{"name", "value"}]}``."""
 
 
 @attrs.define
@@ -33,6 +37,10 @@ class NewParams:
     model: str | None = None
     """The session's model (default: the server's); its turns use it."""
     title: str | None = None
+    mcp_servers: list[dict[str, Any]] | None = None
+    """MCP servers for this session's turns, in ACP's McpServer shape, instead of
+    the server's (initializationOptions.mcpServers). Held by this server, never
+    stored: give them again on the session in another server."""
 
 
 @attrs.define
@@ -142,6 +150,9 @@ class CheckpointInfo:
     not_captured: list[str] = attrs.field(factory=list)
     """Paths a command changed that were not captured (ignored, or over the size
     cap): a restore cannot put them back."""
+    external_tools: list[str] = attrs.field(factory=list)
+    """MCP tools the turn called: their changes inside the workspace are in
+    ``files``; what they did elsewhere no restore can undo."""
 
 
 @attrs.define
@@ -217,7 +228,8 @@ class PermissionParams:
 
     session_id: str
     tool: str
-    kind: Literal["edit", "command"]
+    kind: Literal["edit", "command", "external"]
+    """external: a tool of an MCP server (``mcp__server__tool``)."""
     arguments: dict[str, Any]
     diff: str | None = None
     options: list[Decision] = attrs.field(

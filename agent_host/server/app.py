@@ -82,7 +82,7 @@ class AgentServer(LanguageServer):
         params = rpc.PermissionParams(
             session_id=request.session_id,
             tool=request.tool,
-            kind=request.kind,  # type: ignore[arg-type]
+            kind="external" if request.kind.startswith("external") else request.kind,  # type: ignore[arg-type]
             arguments=request.arguments,
             diff=request.diff,
         )
@@ -108,6 +108,9 @@ class AgentServer(LanguageServer):
             kind, data = _event_kind(item), _camel_keys(ev.to_dict(item))
         elif isinstance(item, CompactionProgress):
             kind, data = "compaction_progress", {"stage": item.stage, "message": item.message}
+        elif type(item).__name__ == "McpServerStatus":
+            # (by name: the MCP package stays out of the server's start-up until used)
+            kind, data = "mcp_server", unstructure(item)
         else:
             return
         self.protocol.notify(methods.EVENT, {"sessionId": session_id, "kind": kind, "data": data})
@@ -188,6 +191,7 @@ def create_server() -> AgentServer:
                 workspace=workspace,
                 permission=server.ask_permission,  # type: ignore[arg-type]
                 on_event=server.relay,
+                mcp_servers=options.mcp_servers,
             )
         except OSError as exc:  # a workspace or store folder that cannot be used
             raise to_wire(InvalidParams(f"cannot start: {exc}")) from None
@@ -209,6 +213,8 @@ def create_server() -> AgentServer:
     async def new(params: rpc.NewParams) -> rpc.NewResult:
         host = server.agent()
         session_id = new_session_id()
+        if params.mcp_servers is not None:
+            await host.use_mcp_servers(session_id, params.mcp_servers)
         started = ev.SessionStarted(
             workspace=str(host.workspace.roots[0]),
             model=params.model or host.model,
@@ -292,7 +298,13 @@ def create_server() -> AgentServer:
         return rpc.CheckpointsResult(
             [
                 rpc.CheckpointInfo(
-                    c.seq, c.prompt, _iso(c.created_at), c.files, c.from_commands, c.not_captured
+                    c.seq,
+                    c.prompt,
+                    _iso(c.created_at),
+                    c.files,
+                    c.from_commands,
+                    c.not_captured,
+                    c.external_tools,
                 )
                 for c in found
             ]

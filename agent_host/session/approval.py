@@ -1,8 +1,11 @@
 """Who may run which tool: the approval policy and the permission callback.
 
 ``auto`` runs everything; ``auto-edit`` asks before commands; ``ask`` asks before
-edits and commands; ``read-only`` refuses both. Reads never ask. A callback that is
-missing, fails or times out is a rejection, never an approval.
+edits and commands; ``read-only`` refuses both. Reads never ask. A tool of an MCP
+server (``external``) is asked for under ``ask`` and ``auto-edit`` -- what it does is
+the server's to say, not ours to know -- and ``read-only`` allows only those that
+declare themselves read-only (``external_read``). A callback that is missing, fails
+or times out is a rejection, never an approval.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import attrs
 Approval = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVALS: tuple[Approval, ...] = ("ask", "auto-edit", "auto", "read-only")
 Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
-ToolKind = Literal["read", "edit", "command"]
+ToolKind = Literal["read", "edit", "command", "external", "external_read"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,7 @@ class Gate:
         if kind == "read" or self.policy == "auto":
             return False
         if self.policy == "read-only":
-            return None
+            return False if kind == "external_read" else None
         return not (self.policy == "auto-edit" and kind == "edit")
 
     async def allows(self, request: PermissionRequest) -> bool:

@@ -14,9 +14,13 @@ from .events import (
     Restore,
     RestoreApplied,
     RestoreUndone,
+    ToolCall,
     UncapturedChanges,
     UserPrompt,
 )
+
+EXTERNAL_PREFIX = "mcp__"
+"""What the model's name of an MCP server's tool starts with."""
 
 
 class NothingToUndo(AgentHostError):
@@ -36,6 +40,9 @@ class Checkpoint:
     """Of ``files``, those a shell command changed."""
     not_captured: list[str] = attrs.field(factory=list)
     """Paths the turn's commands changed that were not captured."""
+    external_tools: list[str] = attrs.field(factory=list)
+    """MCP tools the turn called (``mcp__server__tool``): what they changed in the
+    workspace is in ``files``; what they changed elsewhere no restore can undo."""
 
 
 def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
@@ -53,6 +60,9 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
                 current.files.append(event.path)
             if event.by_command and event.path not in current.from_commands:
                 current.from_commands.append(event.path)
+        elif kind is ToolCall and current and event.name.startswith(EXTERNAL_PREFIX):
+            if event.name not in current.external_tools:
+                current.external_tools.append(event.name)
         elif kind is UncapturedChanges and current:
             current.not_captured += [p for p in event.paths if p not in current.not_captured]
     return out

@@ -12,7 +12,7 @@ import asyncio
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from .workspace import DiskWorkspace, Workspace
 
 if TYPE_CHECKING:
     from .capture import WorkspaceIndex
+    from .mcp import McpServerConfig, McpServers
     from .restore import RestoreResult, UndoResult
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
@@ -66,6 +67,7 @@ class AgentHost:
         base_url: str | None = None,
         api_key: str | None = None,
         capture_commands: bool = True,
+        mcp_servers: Sequence[Mapping[str, Any] | McpServerConfig] | None = None,
     ) -> None:
         self.persistent = sessions
         if not sessions:
@@ -97,6 +99,10 @@ class AgentHost:
         self._closing: asyncio.Future[None] | None = None
         self.capture_commands = capture_commands
         self._index: WorkspaceIndex | None = None
+        self._mcp_configs = _mcp_configs(mcp_servers)
+        self._session_mcp: dict[str, list[McpServerConfig]] = {}
+        self._mcp: dict[str | None, McpServers] = {}
+        """Started server sets: the host's (key None) and sessions' own."""
 
     async def __aenter__(self) -> AgentHost:
         self._refuse_if_closed()
@@ -224,6 +230,7 @@ class AgentHost:
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None, prices=self.prices),
             index=self._workspace_index(),
+            mcp=self._mcp_servers(sid),
             chosen_model=chosen,
         )
         async with self.store.turn_lease(sid):
@@ -358,6 +365,8 @@ class AgentHost:
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
         if self._index is not None:
             await self._index.close()
+        for servers in self._mcp.values():
+            await servers.close()
         for provider in [*self._providers.values(), *filter(None, [self._injected])]:
             await provider.close()
         if self._owns_store:
@@ -397,6 +406,33 @@ class AgentHost:
         if session_id == self.session_id:
             self.cost = total_cost(state.events)
             self._loaded_cost = True
+
+    async def use_mcp_servers(
+        self, session_id: str, servers: Sequence[Mapping[str, Any] | McpServerConfig]
+    ) -> None:
+        """Give the session its own MCP servers (as ACP's ``session/new`` does),
+        instead of the host's, for this host's lifetime; never stored, since their
+        config holds secrets. McpConfigError for a bad config."""
+        configs = _mcp_configs(servers)
+        sid = check_session_id(session_id)
+        self._refuse_if_running(sid)
+        self._session_mcp[sid] = configs
+        started = self._mcp.pop(sid, None)
+        if started is not None:
+            await started.close()  # the session's earlier set: replaced
+
+    def _mcp_servers(self, session_id: str) -> McpServers | None:
+        """The MCP servers a turn of the session may call, started on first use."""
+        key = session_id if session_id in self._session_mcp else None
+        configs = self._session_mcp.get(session_id, self._mcp_configs)
+        if not configs:
+            return None
+        servers = self._mcp.get(key)
+        if servers is None:
+            from .mcp import McpServers
+
+            servers = self._mcp[key] = McpServers(configs)
+        return servers
 
     def _workspace_index(self) -> WorkspaceIndex | None:
         """What captures shell commands' changes in this host's workspace: built in
@@ -464,6 +500,18 @@ async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
     from .restore import finish_pending
 
     await finish_pending(state, workspace)
+
+
+def _mcp_configs(
+    servers: Sequence[Mapping[str, Any] | McpServerConfig] | None,
+) -> list[McpServerConfig]:
+    if not servers:
+        return []
+    from .mcp import McpServerConfig, parse_servers
+
+    if all(isinstance(s, McpServerConfig) for s in servers):
+        return list(servers)  # type: ignore[arg-type]
+    return parse_servers(list(servers))
 
 
 def _opening(events: list[ev.Event]) -> int:

@@ -11,7 +11,7 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -26,19 +26,22 @@ from .model import (
     ModelRequest,
     TextDelta,
     ToolCallRequest,
+    ToolSpec,
     UsageReport,
 )
 from .pricing import usage_event
 from .state import SessionState, finish_even_if_cancelled, tell
-from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolOutcome, run_tool
+from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
 from .workspace import CommandResult, Workspace, unsaved_bytes
 
-if TYPE_CHECKING:  # imported where it is built (AgentHost): it walks folders
+if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk folders
     from .capture import WorkspaceIndex
+    from .mcp import McpServers
 
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
+T = TypeVar("T")
 
 
 @attrs.define
@@ -72,6 +75,8 @@ class TurnSettings:
     compact: Callable[[], Awaitable[object]] | None = None
     index: WorkspaceIndex | None = None
     """Captures what shell commands change in the workspace (None: not captured)."""
+    mcp: McpServers | None = None
+    """The MCP servers whose tools the model is offered (None: ours only)."""
     chosen_model: str | None = None
     """A model the caller chose for this turn over the session's: the prompt records it."""
 
@@ -146,7 +151,9 @@ class _Turn:
         if self.settings.system_prompt:
             messages.insert(0, {"role": "system", "content": self.settings.system_prompt})
         request = ModelRequest(
-            messages=messages, tools=list(TOOL_SPECS), step=self.state.assistant_messages
+            messages=messages,
+            tools=[*TOOL_SPECS, *await self._external_tools()],
+            step=self.state.assistant_messages,
         )
         self.streaming = []
         calls: list[ToolCallRequest] = []
@@ -184,13 +191,32 @@ class _Turn:
             self.cost = None if record.cost is None else self.cost + record.cost
         return record
 
+    async def _external_tools(self) -> list[ToolSpec]:
+        """The MCP servers' tools, starting those not started yet; a server that
+        fails is reported (by name, to the client) and its tools left out."""
+        if self.settings.mcp is None:
+            return []
+
+        async def report(status: object) -> None:
+            await tell(self.state.listener, self.state.id, status)
+
+        tools = await self.settings.mcp.tools(report)
+        return [ToolSpec(t.qualified, t.description, t.input_schema) for t in tools]
+
+    def _kind(self, name: str) -> ToolKind:
+        mcp = self.settings.mcp
+        external = mcp.find(name) if mcp is not None else None
+        if external is not None:
+            return "external_read" if external.read_only else "external"
+        return TOOL_KINDS.get(name, "command")
+
     async def _run_tool(self, call: ToolCallRequest) -> None:
         workspace = self.settings.workspace
         request = PermissionRequest(
             session_id=self.state.id,
             tool=call.name,
             arguments=call.arguments,
-            kind=TOOL_KINDS.get(call.name, "command"),
+            kind=self._kind(call.name),
         )
         if request.kind == "edit":
             request.diff = await _proposed_diff(workspace, call)
@@ -201,6 +227,8 @@ class _Turn:
                 "JSON object.",
                 is_error=True,
             )
+        elif request.kind.startswith("external") and await self.settings.gate.allows(request):
+            outcome = await self._run_external(call)
         elif await self.settings.gate.allows(request):
             context = ToolContext(
                 workspace=workspace,
@@ -221,18 +249,32 @@ class _Turn:
         await self.state.append([result])
 
     async def _run_command(self, command: str, timeout: float, max_output: int) -> CommandResult:
-        """Run a shell command and log what it changed in the workspace.
+        """Run a shell command and log what it changed in the workspace."""
+        return await self._captured(
+            self.settings.workspace.run_command(command, timeout, max_output)
+        )
+
+    async def _run_external(self, call: ToolCallRequest) -> ToolOutcome:
+        """Call an MCP server's tool. It may change the workspace (a filesystem
+        server writes files): that is captured as a command's changes are."""
+        assert self.settings.mcp is not None
+        work = self.settings.mcp.call(call.name, call.arguments)
+        text, is_error = await (self._captured(work) if self.settings.index else work)
+        return ToolOutcome(text, is_error=is_error)
+
+    async def _captured(self, work: Awaitable[T]) -> T:
+        """``work``, with what it changed in the workspace logged.
 
         The index is brought up to date first, so what the user changed since is
-        theirs, not the command's; after the command (whatever became of it:
-        failed, timed out, cancelled) its changes are logged as file snapshots of
-        this turn, whose "before" content the index already holds.
+        theirs, not the work's; after it (whatever became of it: failed, timed
+        out, cancelled) its changes are logged as file snapshots of this turn,
+        whose "before" content the index already holds.
         """
         index = self.settings.index
         assert index is not None
         await index.refresh()
         try:
-            return await self.settings.workspace.run_command(command, timeout, max_output)
+            return await work
         finally:
             await finish_even_if_cancelled(self._log_command_changes(index))
 

@@ -119,7 +119,7 @@ def test_properties_are_camel_case_with_required_defaults_and_descriptions(schem
         "description": "Which tool calls need the user's permission.",
     }
     permission = schema["$defs"]["PermissionParams"]["properties"]
-    assert permission["kind"] == {"type": "string", "enum": ["edit", "command"]}
+    assert permission["kind"]["enum"] == ["edit", "command", "external"]
     assert permission["options"]["default"] == list(typing.get_args(rpc.Decision))
     assert schema["$defs"]["HistoryResult"]["properties"]["messages"] == {
         "type": "array",

@@ -240,6 +240,7 @@ async def test_checkpoints_restore_and_undo(agents, workspace):
             "files",
             "fromCommands",
             "notCaptured",
+            "externalTools",
         }
         assert "T" in checkpoint["createdAt"]  # ISO 8601
 

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from ..model import ToolSpec
 
-ToolKind = Literal["read", "edit", "command"]
+ToolKind = Literal["read", "edit", "command", "external", "external_read"]
+"""external: a tool of an MCP server; external_read: one that says it only reads."""
 
 READ_DEFAULT_LINES = 2000
 READ_MAX_LINE_CHARS = 2000

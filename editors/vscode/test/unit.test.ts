@@ -384,6 +384,10 @@ describe('restore texts', () => {
             checkpointDetail({ ...checkpoint, files: [], notCaptured: ['big.bin'] }),
             'no files changed · not captured (a restore leaves them): big.bin',
         );
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: ['out.txt'], fromCommands: ['out.txt'], externalTools: ['mcp__fs__write_file'] }),
+            'changed by commands: out.txt · used MCP tools (what they did outside the workspace stays): mcp__fs__write_file',
+        );
     });
 
     test('conflicts and not-captured paths are counted and named', () => {

@@ -42,6 +42,9 @@ local function checkpoint_files(c)
   if c.notCaptured and #c.notCaptured > 0 then
     table.insert(parts, "not captured: " .. list_paths(c.notCaptured))
   end
+  if c.externalTools and #c.externalTools > 0 then
+    table.insert(parts, "MCP tools: " .. list_paths(c.externalTools))
+  end
   return #parts > 0 and (" [" .. table.concat(parts, "; ") .. "]") or ""
 end
 

@@ -60,6 +60,9 @@ function M.on_event(inst, params)
     end
   elseif kind == "compaction_progress" then
     chat.note(inst, ("… compaction %s%s"):format(data.stage or "", data.message and data.message ~= "" and (": " .. data.message) or ""))
+  elseif kind == "mcp_server" and (data.state == "failed" or data.state == "restarted") then
+    chat.note(inst, "! " .. tostring(data.message or data.server))
+    vim.notify("agent-host: " .. tostring(data.message or data.server), vim.log.levels.WARN)
   end
 end
 

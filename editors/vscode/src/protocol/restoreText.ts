@@ -37,6 +37,10 @@ export function checkpointDetail(c: CheckpointInfo): string {
     if (notCaptured.length) {
         parts.push(`not captured (a restore leaves them): ${listPaths(notCaptured)}`);
     }
+    const external = c.externalTools ?? [];
+    if (external.length) {
+        parts.push(`used MCP tools (what they did outside the workspace stays): ${listPaths(external)}`);
+    }
     return parts.join(' · ');
 }
 

@@ -170,6 +170,13 @@ export class Transcript {
                 this.info(`Compaction ${stage}${message ? `: ${message}` : ''}`);
                 return true;
             }
+            case 'mcp_server': {
+                const state = String(data.state ?? '');
+                if (state === 'failed' || state === 'restarted') {
+                    this.info(String(data.message ?? `MCP server ${String(data.server)} ${state}`), 'warning');
+                }
+                return true;
+            }
             default:
                 return false;
         }

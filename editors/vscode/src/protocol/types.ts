@@ -131,6 +131,8 @@ export interface CheckpointInfo {
     /** Paths a command changed that were not captured (ignored, or over the size
      * cap): a restore cannot put them back. */
     notCaptured?: string[];
+    /** MCP tools the turn called: what they did outside the workspace no restore undoes. */
+    externalTools?: string[];
 }
 
 export interface CheckpointsResult {
@@ -244,6 +246,15 @@ export interface EventDataByKind {
     usage: UsageData;
     turn_end: TurnEndData;
     compaction_progress: CompactionProgressData;
+    mcp_server: McpServerData;
+}
+
+/** An MCP server of the session: started, failed (its tools are left out), restarted. */
+export interface McpServerData {
+    server: string;
+    state: 'ready' | 'failed' | 'restarted' | 'stopped';
+    message: string;
+    tools: number;
 }
 
 export type KnownEventKind = keyof EventDataByKind;
@@ -268,7 +279,7 @@ export function isKind<K extends KnownEventKind>(
 export interface PermissionParams {
     sessionId: string;
     tool: string;
-    kind: 'edit' | 'command';
+    kind: 'edit' | 'command' | 'external';
     /** The tool's arguments as the model sent them (snake_case keys). */
     arguments: Record<string, unknown>;
     /** For edits: a unified diff of the change. */

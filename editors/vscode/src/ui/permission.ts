@@ -141,6 +141,10 @@ export class PermissionPrompter {
             const command = typeof args.command === 'string' ? args.command : JSON.stringify(args);
             message = `Agent Host wants to run a command (${params.tool})`;
             detail = command;
+        } else if (params.kind === 'external') {
+            const [, server, tool] = params.tool.split('__');
+            message = `Agent Host wants to use ${tool ?? params.tool} of MCP server ${server ?? '?'}`;
+            detail = JSON.stringify(args, null, 2);
         } else {
             const verb = params.tool === 'delete_file' ? 'delete' : params.tool === 'write_file' ? 'write' : 'edit';
             message = `Agent Host wants to ${verb} ${file ?? 'a file'} (${params.tool})`;
