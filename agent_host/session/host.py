@@ -16,15 +16,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .conversation import limit_messages, to_messages
 from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
-from .items import item_entries, items_to_events, limit_items, to_items
+from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of, total_cost
 from .state import Listener, SessionState
@@ -321,21 +319,9 @@ class AgentHost:
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
-            entries = item_entries(state.timeline)
-            if not entries:
-                return None
-            last = entries[-1]
-            keep = max(last.seq - 1, _opening(state.events))
-            # A summary logged after the item stands for earlier ones: it is kept.
-            summary = next(
-                (e for e in reversed(state.timeline) if type(e) is ev.Compaction and e.seq > keep),
-                None,
-            )
-            await state.truncate(keep)
-            if summary is not None and last.summary is None and summary.last_seq <= keep:
-                await state.append([attrs.evolve(summary, seq=0, ts=0.0)])
+            item = await pop_last_item(state)
             self._refresh_cost(sid, state)
-            return last.item
+            return item
 
     async def clear_session(self, *, session_id: str | None = None) -> None:
         """Empty the session: its items go (retrievable in the store's truncations);
@@ -344,9 +330,7 @@ class AgentHost:
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
-            keep = _opening(state.events)
-            if state.head > keep:
-                await state.truncate(keep)
+            await clear_items(state)
             self._refresh_cost(sid, state)
 
     async def close(self) -> None:
@@ -512,11 +496,6 @@ def _mcp_configs(
     if all(isinstance(s, McpServerConfig) for s in servers):
         return list(servers)  # type: ignore[arg-type]
     return parse_servers(list(servers))
-
-
-def _opening(events: list[ev.Event]) -> int:
-    """How many events open the log and are no item: its SessionStarted (0 or 1)."""
-    return 1 if events and type(events[0]) is ev.SessionStarted else 0
 
 
 def _session_model(timeline: list[ev.Event]) -> str | None:

@@ -21,6 +21,7 @@ import orjson
 from . import events as ev
 from .conversation import INTERRUPTED, call_arguments, summary_text
 from .model import RAW_ARGUMENTS_KEY
+from .state import SessionState
 
 Item = dict[str, Any]
 
@@ -39,6 +40,37 @@ def items_to_events(items: list[Item]) -> list[ev.Event]:
             raise ValueError(f"item {number} cannot be stored as JSON: {exc}") from None
         out.extend(_event(part) for part in _responses_items(item))
     return out
+
+
+async def pop_last_item(state: SessionState) -> Item | None:
+    """Remove and return the session's latest item, exactly it: the log is cut back
+    to the event it came from (the cut stays in the store's truncations)."""
+    entries = item_entries(state.timeline)
+    if not entries:
+        return None
+    last = entries[-1]
+    keep = max(last.seq - 1, _opening(state.events))
+    # A summary logged after the item stands for earlier ones: it is put back.
+    summary = next(
+        (e for e in reversed(state.timeline) if type(e) is ev.Compaction and e.seq > keep),
+        None,
+    )
+    await state.truncate(keep)
+    if summary is not None and last.summary is None and summary.last_seq <= keep:
+        await state.append([attrs.evolve(summary, seq=0, ts=0.0)])
+    return last.item
+
+
+async def clear_items(state: SessionState) -> None:
+    """Every item goes; the session's opening (folder, model, title) stays."""
+    keep = _opening(state.events)
+    if state.head > keep:
+        await state.truncate(keep)
+
+
+def _opening(events: list[ev.Event]) -> int:
+    """How many events open the log and are no item: its SessionStarted (0 or 1)."""
+    return 1 if events and type(events[0]) is ev.SessionStarted else 0
 
 
 def limit_items(items: list[Item], limit: int | None) -> list[Item]:
