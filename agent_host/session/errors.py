@@ -150,3 +150,8 @@ class PathChanged(ToolError):
 
 class PermissionDenied(AgentHostError):
     """The user (or the approval policy) refused a tool call."""
+
+
+class McpConfigError(AgentHostError, ValueError):
+    """An MCP server configuration that cannot be used: the message names the field
+    (``mcpServers[1].args[0] must be a string``) or the file, never a secret value."""
