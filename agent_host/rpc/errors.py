@@ -42,6 +42,7 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.UndoUnavailable: ErrorCode.INCOMPATIBLE_STATE,
     session_errors.StoreUnavailable: ErrorCode.STORE_UNAVAILABLE,
     session_errors.UnsupportedStore: ErrorCode.INVALID_PARAMS,
+    session_errors.McpConfigError: ErrorCode.INVALID_PARAMS,
     session_errors.TurnInProgress: ErrorCode.TURN_IN_PROGRESS,
     session_errors.ModelError: ErrorCode.MODEL_ERROR,
     session_errors.CapabilityUnsupported: ErrorCode.UNSUPPORTED_CAPABILITY,

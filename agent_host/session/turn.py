@@ -196,12 +196,12 @@ class _Turn:
         fails is reported (by name, to the client) and its tools left out."""
         if self.settings.mcp is None:
             return []
-
-        async def report(status: object) -> None:
-            await tell(self.state.listener, self.state.id, status)
-
-        tools = await self.settings.mcp.tools(report)
+        tools = await self.settings.mcp.tools(self._report)
         return [ToolSpec(t.qualified, t.description, t.input_schema) for t in tools]
+
+    async def _report(self, status: object) -> None:
+        """An MCP server's news (failed, restarted) to the client."""
+        await tell(self.state.listener, self.state.id, status)
 
     def _kind(self, name: str) -> ToolKind:
         mcp = self.settings.mcp
@@ -258,7 +258,7 @@ class _Turn:
         """Call an MCP server's tool. It may change the workspace (a filesystem
         server writes files): that is captured as a command's changes are."""
         assert self.settings.mcp is not None
-        work = self.settings.mcp.call(call.name, call.arguments)
+        work = self.settings.mcp.call(call.name, call.arguments, self._report)
         text, is_error = await (self._captured(work) if self.settings.index else work)
         return ToolOutcome(text, is_error=is_error)
 
