@@ -88,6 +88,7 @@ async def start_agent(
     approval: str = "auto",
     work_done_progress: bool = True,
     permission=None,
+    options: dict | None = None,
 ) -> LanguageClient:
     """A running, initialized ``agent-host serve`` driven by a plain-JSON client.
 
@@ -123,7 +124,12 @@ async def start_agent(
         lsp.InitializeParams(
             capabilities=capabilities,
             root_uri=root.as_uri(),
-            initialization_options={"store": str(store), "model": model, "approval": approval},
+            initialization_options={
+                "store": str(store),
+                "model": model,
+                "approval": approval,
+                **(options or {}),
+            },
         )
     )
     return client
