@@ -12,7 +12,7 @@ import asyncio
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +25,13 @@ from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of, total_cost
+from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
 from .workspace import DiskWorkspace, Workspace
 
 if TYPE_CHECKING:
-    from .capture import WorkspaceIndex
-    from .mcp import McpServerConfig, McpServers
     from .restore import RestoreResult, UndoResult
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
@@ -65,7 +64,7 @@ class AgentHost:
         base_url: str | None = None,
         api_key: str | None = None,
         capture_commands: bool = True,
-        mcp_servers: Sequence[Mapping[str, Any] | McpServerConfig] | None = None,
+        mcp_servers: McpConfigs | None = None,
     ) -> None:
         self.persistent = sessions
         if not sessions:
@@ -74,8 +73,6 @@ class AgentHost:
         self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
         self.workspace = workspace or DiskWorkspace([Path(workdir or os.getcwd())])
         self.model = provider.model if provider else model
-        self._injected = provider
-        self._providers: dict[str, ModelProvider] = {}
         self.approval = check_approval(approval)
         self._permission = permission
         self._on_event = on_event
@@ -84,7 +81,6 @@ class AgentHost:
         self.prices = dict(prices) if prices else None
         if self.prices:
             price_of(self.model, self.prices)  # a malformed table fails here, not mid-turn
-        self._endpoint = {"base_url": base_url, "api_key": api_key}
         self.context_window = context_window
         self.auto_compact = auto_compact
         self._states: dict[str, SessionState] = {}
@@ -95,12 +91,15 @@ class AgentHost:
         """USD spent in the current session (None: unknown, a model had no price)."""
         self._loaded_cost = False
         self._closing: asyncio.Future[None] | None = None
-        self.capture_commands = capture_commands
-        self._index: WorkspaceIndex | None = None
-        self._mcp_configs = _mcp_configs(mcp_servers)
-        self._session_mcp: dict[str, list[McpServerConfig]] = {}
-        self._mcp: dict[str | None, McpServers] = {}
-        """Started server sets: the host's (key None) and sessions' own."""
+        self._resources = HostResources(
+            model=self.model,
+            provider=provider,
+            endpoint={"base_url": base_url, "api_key": api_key},
+            roots=self.workspace.roots,
+            blobs=self.store.blobs,
+            capture_commands=capture_commands,
+            mcp_servers=mcp_servers,
+        )
 
     async def __aenter__(self) -> AgentHost:
         self._refuse_if_closed()
@@ -213,7 +212,7 @@ class AgentHost:
     async def _run(self, sid: str, prompt: str, model: str | None) -> TurnResult:
         state = await self._state(sid)
         chosen = model if model and model != _session_model(state.timeline) else None
-        provider = self._get_provider(model or _session_model(state.timeline))
+        provider = self._resources.provider(model or _session_model(state.timeline))
         if sid == self.session_id and not self._loaded_cost:
             self.cost = total_cost(state.events)
             self._loaded_cost = True
@@ -227,8 +226,8 @@ class AgentHost:
             prices=self.prices,
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None, prices=self.prices),
-            index=self._workspace_index(),
-            mcp=self._mcp_servers(sid),
+            index=self._resources.index(),
+            mcp=self._resources.mcp_servers(sid),
             chosen_model=chosen,
         )
         async with self.store.turn_lease(sid):
@@ -284,7 +283,7 @@ class AgentHost:
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
-            provider = self._get_provider(_session_model(state.timeline))
+            provider = self._resources.provider(_session_model(state.timeline))
             return await compact_session(state, provider, instructions, prices=self.prices)
 
     # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
@@ -347,12 +346,7 @@ class AgentHost:
         for task in list(self._turns.values()):
             task.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
-        if self._index is not None:
-            await self._index.close()
-        for servers in self._mcp.values():
-            await servers.close()
-        for provider in [*self._providers.values(), *filter(None, [self._injected])]:
-            await provider.close()
+        await self._resources.close()
         if self._owns_store:
             await self.store.close()
 
@@ -391,65 +385,19 @@ class AgentHost:
             self.cost = total_cost(state.events)
             self._loaded_cost = True
 
-    async def use_mcp_servers(
-        self, session_id: str, servers: Sequence[Mapping[str, Any] | McpServerConfig]
-    ) -> None:
+    async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
         """Give the session its own MCP servers (as ACP's ``session/new`` does),
         instead of the host's, for this host's lifetime; never stored, since their
         config holds secrets. McpConfigError for a bad config."""
-        configs = _mcp_configs(servers)
         sid = check_session_id(session_id)
         self._refuse_if_running(sid)
-        self._session_mcp[sid] = configs
-        started = self._mcp.pop(sid, None)
-        if started is not None:
-            await started.close()  # the session's earlier set: replaced
-
-    def _mcp_servers(self, session_id: str) -> McpServers | None:
-        """The MCP servers a turn of the session may call, started on first use."""
-        key = session_id if session_id in self._session_mcp else None
-        configs = self._session_mcp.get(session_id, self._mcp_configs)
-        if not configs:
-            return None
-        servers = self._mcp.get(key)
-        if servers is None:
-            from .mcp import McpServers
-
-            servers = self._mcp[key] = McpServers(configs)
-        return servers
-
-    def _workspace_index(self) -> WorkspaceIndex | None:
-        """What captures shell commands' changes in this host's workspace: built in
-        the background from the first turn on, shared by every session of the host."""
-        if not self.capture_commands:
-            return None
-        if self._index is None:
-            from .capture import WorkspaceIndex  # walks folders: loaded when first needed
-
-            self._index = WorkspaceIndex(self.workspace.roots, self.store.blobs)
-        self._index.start()
-        return self._index
+        await self._resources.use_mcp_servers(sid, servers)
 
     def _gate(self, session_id: str) -> Gate:
         gate = self._gates.get(session_id)
         if gate is None:
             gate = self._gates[session_id] = Gate(self.approval, self._permission)
         return gate
-
-    def _get_provider(self, model: str | None = None) -> ModelProvider:
-        """The provider for ``model`` (default: the host's), opened once and kept.
-
-        A provider passed to the constructor answers for every model."""
-        if self._injected is not None:
-            return self._injected
-        name = model or self.model
-        provider = self._providers.get(name)
-        if provider is None:
-            # Imported here: the SDKs and their helpers stay out of the server's start-up.
-            from .providers import open_provider
-
-            provider = self._providers[name] = open_provider(name, **self._endpoint)
-        return provider
 
     async def _emit(self, session_id: str, item: object) -> None:
         if self._on_event is not None:
@@ -484,18 +432,6 @@ async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
     from .restore import finish_pending
 
     await finish_pending(state, workspace)
-
-
-def _mcp_configs(
-    servers: Sequence[Mapping[str, Any] | McpServerConfig] | None,
-) -> list[McpServerConfig]:
-    if not servers:
-        return []
-    from .mcp import McpServerConfig, parse_servers
-
-    if all(isinstance(s, McpServerConfig) for s in servers):
-        return list(servers)  # type: ignore[arg-type]
-    return parse_servers(list(servers))
 
 
 def _session_model(timeline: list[ev.Event]) -> str | None:
