@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from .mcp_npm import npm_mcp  # noqa: F401  (fixture)
 from .session.mcp.conftest import APP
 from .test_cli import agent_host, common, project, script, store  # noqa: F401
 
@@ -21,14 +22,15 @@ def config(tmp_path, servers: dict) -> str:
     return str(path)
 
 
-def test_run_calls_a_tool_of_a_configured_server(tmp_path, project, store, script):  # noqa: F811
-    model = script(
-        [
-            {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"text": "from mcp"}}]},
-            {"text": "Echoed."},
-        ]  # fmt: skip
-    )
-    servers = {"t": {"command": sys.executable, "args": [APP, "stdio"], "env": {"K": "v"}}}
+def test_run_calls_tools_of_two_configured_servers(tmp_path, project, store, script, npm_mcp):  # noqa: F811
+    made = project.resolve() / "made.txt"
+    echo = {"name": "mcp__t__echo", "arguments": {"text": "from mcp"}}
+    write = {"name": "mcp__fs__write_file", "arguments": {"path": str(made), "content": "hi\n"}}
+    model = script([{"tool_calls": [echo, write]}, {"text": "Echoed."}])
+    servers = {
+        "t": {"command": sys.executable, "args": [APP, "stdio"], "env": {"K": "v"}},
+        "fs": {"command": npm_mcp["filesystem"], "args": [str(project.resolve())]},
+    }
     done = agent_host(
         "run", "echo it", "--approve", "auto", "--mcp-config", config(tmp_path, servers),
         *common(store, project, model),
@@ -36,6 +38,8 @@ def test_run_calls_a_tool_of_a_configured_server(tmp_path, project, store, scrip
     assert done.returncode == 0, done.stderr
     assert "tool mcp__t__echo(text='from mcp')" in done.stdout
     assert "Echoed." in done.stdout
+    assert made.read_text() == "hi\n"
+    assert "created made.txt" in done.stdout  # captured, as a command's change
 
 
 def test_a_server_that_fails_is_named_on_stderr(tmp_path, project, store, script):  # noqa: F811
