@@ -21,7 +21,7 @@ from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .conversation import limit_messages, to_messages
-from .errors import CapabilityUnsupported, HostClosed, TurnInProgress
+from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of, total_cost
@@ -152,6 +152,42 @@ class AgentHost:
             self._refuse_if_running(session_id)
             await self.store.delete(session_id)
         self._states.pop(session_id, None)
+
+    async def fork(
+        self, session_id: str, seq: int | None = None, *, title: str | None = None
+    ) -> str:
+        """A new session with the conversation (and file history) of ``session_id``
+        up to just before the prompt at ``seq`` -- or all of it; the source is
+        untouched. CheckpointNotFound for a seq that is not a prompt."""
+        from .fork import forked_events
+
+        state = await self._settled(self._sid(session_id))
+        if seq is not None:
+            prompts = [c.seq for c in checkpoints(state.timeline)]
+            if seq not in prompts:
+                raise CheckpointNotFound(
+                    f"seq {seq} is not a checkpoint of session {session_id!r}; "
+                    f"its checkpoints are {prompts or 'none'}"
+                )
+        source = next((e for e in state.events[:1] if type(e) is ev.SessionStarted), None)
+        started = ev.SessionStarted(
+            workspace=source.workspace if source else str(self.workspace.roots[0]),
+            model=_session_model(state.timeline) or self.model,
+            title=title or (f"fork of {source.title}" if source and source.title else None),
+        )
+        fork_id = new_session_id()
+        events = [started, *forked_events(state.timeline, seq)]
+        await self.store.append(fork_id, events, expected_head=0)
+        return fork_id
+
+    async def close_session(self, session_id: str) -> None:
+        """Cancel the session's running turn and let go of what this host holds for
+        it (its MCP servers, remembered permissions); it stays stored."""
+        sid = check_session_id(session_id)
+        await self.cancel(sid)
+        self._states.pop(sid, None)
+        self._gates.pop(sid, None)
+        await self._resources.forget(sid)
 
     async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""

@@ -81,6 +81,13 @@ class HostResources:
         if started is not None:
             await started.close()  # the session's earlier set: replaced
 
+    async def forget(self, session_id: str) -> None:
+        """The session is closed: its own MCP servers stop."""
+        self._session_mcp.pop(session_id, None)
+        started = self._mcp.pop(session_id, None)
+        if started is not None:
+            await started.close()
+
     def mcp_servers(self, session_id: str) -> McpServers | None:
         """The MCP servers a turn of the session may call (None: there are none)."""
         key = session_id if session_id in self._session_mcp else None

@@ -1,0 +1,36 @@
+"""The client port: the engine's only way to reach the user, one per front end.
+
+A front end (the LSP server, the ACP agent) implements it; the session service
+hands it to the engine. What a turn reports is one of the ``Update`` types, never
+an untyped object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+from ..session import events as ev
+from ..session.approval import Decision, PermissionRequest
+from ..session.compaction import CompactionProgress
+from ..session.model import TextDelta
+from ..session.workspace import Workspace
+
+if TYPE_CHECKING:
+    from ..session.mcp import McpServerStatus
+
+Update: TypeAlias = "TextDelta | ev.Event | CompactionProgress | McpServerStatus"
+"""What a running turn, compaction or restore tells the client: streamed text, an
+event as it is appended to the log, a compaction's progress, an MCP server's news."""
+
+
+class ClientPort(Protocol):
+    async def update(self, session_id: str, update: Update) -> None:
+        """Something happened in the session; called in log order."""
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        """May the agent run this tool call? A client that cannot answer rejects."""
+
+    def workspace(self, roots: list[Path]) -> Workspace:
+        """The workspace sessions of ``roots`` act through: the disk, or the
+        editor's buffers and edits where the client offers them."""

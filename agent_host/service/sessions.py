@@ -1,0 +1,252 @@
+"""The session service: what both front ends offer, over the engine, protocol-neutral.
+
+Every method takes and returns engine values (session ids, TurnResult, Checkpoint,
+SessionInfo ...); a front end maps them to its wire. Sessions of several folders
+live side by side: each folder gets an AgentHost of its own over one shared store,
+and a session runs in the folder it was opened with (``cwd`` of ``new``,
+``resume``, ``load``) or, if none was named, the server's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..session import events as ev
+from ..session.approval import Approval
+from ..session.checkpoints import Checkpoint
+from ..session.compaction import CompactResult
+from ..session.errors import SessionNotFound
+from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
+from ..session.resources import McpConfigs
+from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
+from ..session.turn import TurnResult
+from .port import ClientPort
+
+
+@attrs.define
+class SendOutcome:
+    result: TurnResult
+    total_cost: float | None
+    """The session's cost so far (USD; None: a model's cost is unknown)."""
+
+
+@attrs.define
+class SessionPage:
+    sessions: list[SessionInfo]
+    next_cursor: str | None
+
+
+@attrs.define
+class Resumed:
+    session_id: str
+    head: int
+    turns: int
+
+
+@attrs.define
+class ContextItem:
+    """Text the user attached to a prompt (an open file, a selection)."""
+
+    text: str
+    uri: str | None = None
+
+
+class SessionService:
+    def __init__(
+        self,
+        port: ClientPort,
+        *,
+        store: str | os.PathLike[str] | Checkpointer | None = None,
+        model: str | None = None,
+        approval: Approval = "ask",
+        roots: Sequence[Path] | None = None,
+        mcp_servers: McpConfigs | None = None,
+        **host_options: Any,
+    ) -> None:
+        self.port = port
+        self._owns_store = not hasattr(store, "append")
+        self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
+        self.model = model or DEFAULT_MODEL
+        self.approval = approval
+        self.roots = [Path(r) for r in roots] if roots else [Path.cwd()]
+        self._options = {"mcp_servers": mcp_servers, **host_options}
+        self._hosts: dict[tuple[str, ...], AgentHost] = {}
+        self._folders: dict[str, tuple[str, ...]] = {}
+        """Sessions opened in a folder other than the server's, by id."""
+        self.host()  # the server's folder: bad options fail here, at start
+
+    # -- hosts: one per folder
+
+    def host(self, cwd: str | os.PathLike[str] | None = None) -> AgentHost:
+        """The host of ``cwd`` (default: the server's folders), made on first use."""
+        roots = [Path(os.path.realpath(cwd))] if cwd is not None else self.roots
+        key = tuple(str(r) for r in roots)
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = AgentHost(
+                store=self.store,
+                model=self.model,
+                approval=self.approval,
+                workspace=self.port.workspace(roots),
+                permission=self.port.request_permission,
+                on_event=self.port.update,
+                **self._options,
+            )
+        return host
+
+    def host_of(self, session_id: str) -> AgentHost:
+        """The host a session runs in: the folder it was opened with, else the server's."""
+        key = self._folders.get(check_session_id(session_id))
+        return self._hosts[key] if key is not None else self.host()
+
+    def _open_in(self, session_id: str, cwd: str | os.PathLike[str] | None) -> AgentHost:
+        host = self.host(cwd)
+        if cwd is not None:
+            self._folders[session_id] = tuple(str(r) for r in host.workspace.roots)
+        return host
+
+    # -- sessions
+
+    async def new(
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        title: str | None = None,
+        mcp_servers: McpConfigs | None = None,
+    ) -> str:
+        """A new, empty session (its log opens with session_started)."""
+        session_id = new_session_id()
+        host = self._open_in(session_id, cwd)
+        if mcp_servers is not None:
+            await host.use_mcp_servers(session_id, mcp_servers)
+        started = ev.SessionStarted(
+            workspace=str(host.workspace.roots[0]), model=model or host.model, title=title
+        )
+        await self.store.append(session_id, [started], expected_head=0)
+        return session_id
+
+    async def send(
+        self,
+        session_id: str | None,
+        prompt: str,
+        *,
+        context: Sequence[ContextItem] = (),
+        model: str | None = None,
+    ) -> SendOutcome:
+        """One turn; a session that does not exist yet is started under that id."""
+        session_id = session_id or new_session_id()
+        host = self.host_of(session_id)
+        if context:
+            shown = "\n\n".join(
+                f"<context uri={c.uri!r}>\n{c.text}\n</context>" if c.uri else c.text
+                for c in context
+            )
+            prompt = f"{prompt}\n\n{shown}"
+        result = await host.send(prompt, session_id=session_id, model=model)
+        return SendOutcome(result, await host.session_cost(session_id))
+
+    async def cancel(self, session_id: str) -> bool:
+        return await self.host_of(session_id).cancel(session_id)
+
+    async def list(
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> SessionPage:
+        """Sessions newest first, of ``cwd`` only when given; ``cursor`` is a
+        ``next_cursor`` this service returned."""
+        if limit is not None and limit < 1:
+            raise ValueError("limit: must be 1 or more (omit it for every session)")
+        infos = await self.host().list_sessions(cwd)
+        start = _cursor(cursor)
+        end = len(infos) if limit is None else start + limit
+        return SessionPage(infos[start:end], str(end) if end < len(infos) else None)
+
+    async def resume(
+        self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
+    ) -> Resumed:
+        """The session, ready for its next turn (an interrupted restore finished)."""
+        host = self._open_in(check_session_id(session_id), cwd)
+        state = await host.resume(session_id)
+        turns = sum(1 for e in state.timeline if type(e) is ev.UserPrompt)
+        return Resumed(session_id, state.head, turns)
+
+    async def load(
+        self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
+    ) -> list[ev.Event]:
+        """Resume an existing session and return its timeline, for a client that
+        replays the conversation. SessionNotFound if it was never stored."""
+        if await self.store.head(check_session_id(session_id)) == 0:
+            raise SessionNotFound(session_id)
+        host = self._open_in(session_id, cwd)
+        state = await host.resume(session_id)
+        return list(state.timeline)
+
+    async def history(self, session_id: str, limit: int | None = None) -> list[dict]:
+        return await self.host_of(session_id).history(session_id, limit)
+
+    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+        return await self.host_of(session_id).list_checkpoints(session_id)
+
+    async def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+    ) -> Any:
+        return await self.host_of(session_id).restore(
+            session_id, seq, files=files, conversation=conversation, force=force
+        )
+
+    async def undo_restore(self, session_id: str) -> Any:
+        return await self.host_of(session_id).undo_restore(session_id)
+
+    async def compact(self, session_id: str, instructions: str | None = None) -> CompactResult:
+        return await self.host_of(session_id).compact(instructions, session_id=session_id)
+
+    async def fork(
+        self, session_id: str, seq: int | None = None, *, title: str | None = None
+    ) -> str:
+        """A new session with the conversation up to the checkpoint ``seq`` (or
+        whole), in the source's folder; the source untouched."""
+        host = self.host_of(session_id)
+        fork_id = await host.fork(session_id, seq, title=title)
+        if session_id in self._folders:
+            self._folders[fork_id] = self._folders[session_id]
+        return fork_id
+
+    async def close(self, session_id: str) -> None:
+        """Stop the session's running turn and let go of it here; it stays stored."""
+        await self.host_of(session_id).close_session(session_id)
+        self._folders.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        await self.host_of(session_id).delete_session(session_id)
+        self._folders.pop(session_id, None)
+
+    async def shutdown(self) -> None:
+        """Cancel running turns (each closes its log), then release every host and
+        the store; a second call waits for the first."""
+        for host in list(self._hosts.values()):
+            await host.close()
+        if self._owns_store:
+            await self.store.close()
+
+
+def _cursor(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise ValueError(f"cursor: {cursor!r} is not a nextCursor this server returned")
+    return int(cursor)
