@@ -4,7 +4,7 @@
 
 Spawns the server, drives every method (a turn with an edit that asks permission,
 list, resume, history, checkpoints, restore and its undo, compaction, both kinds
-of cancellation, delete) and provokes each reachable error, speaking raw JSON-RPC
+of cancellation, fork, close, delete) and provokes each reachable error, speaking raw JSON-RPC
 with LSP framing so the transcript is byte-for-byte what crossed the pipe. Prints
 it section by section (``--json``: one JSON object per line, which
 tests/rpc/test_schema.py validates against ``agent-host schema``).
@@ -231,7 +231,13 @@ async def record(root: Path) -> list[dict[str, Any]]:
     await wire.request("session/history", {"sessionId": "damaged"})
 
     wire.mark("MethodNotFound")
-    await wire.request("session/fork", {"sessionId": sid})
+    await wire.request("session/rename", {"sessionId": sid, "title": "greet"})
+    wire.mark("session/fork")  # the conversation up to the second prompt, in a new session
+    checkpoints = (await wire.request("session/checkpoints", {"sessionId": sid}))["result"]
+    second = checkpoints["checkpoints"][1]["seq"]
+    await wire.request("session/fork", {"sessionId": sid, "seq": second})
+    wire.mark("session/close")
+    await wire.request("session/close", {"sessionId": sid})
     wire.mark("session/delete")
     await wire.request("session/delete", {"sessionId": sid})
     wire.mark("SessionNotFound")

@@ -13,6 +13,8 @@ CHECKPOINTS = "session/checkpoints"
 RESTORE = "session/restore"
 UNDO_RESTORE = "session/undoRestore"
 COMPACT = "session/compact"
+FORK = "session/fork"
+CLOSE = "session/close"
 
 # client -> server notification
 CANCEL = "session/cancel"
@@ -21,4 +23,17 @@ CANCEL = "session/cancel"
 EVENT = "session/event"
 REQUEST_PERMISSION = "session/requestPermission"
 
-REQUESTS = (NEW, SEND, LIST, RESUME, HISTORY, DELETE, CHECKPOINTS, RESTORE, UNDO_RESTORE, COMPACT)
+REQUESTS = (
+    NEW,
+    SEND,
+    LIST,
+    RESUME,
+    HISTORY,
+    DELETE,
+    CHECKPOINTS,
+    RESTORE,
+    UNDO_RESTORE,
+    COMPACT,
+    FORK,
+    CLOSE,
+)

@@ -128,6 +128,22 @@ class ResumeResult:
 
 
 @attrs.define
+class ForkParams:
+    session_id: str
+    """The session to fork; it is left untouched."""
+    seq: int | None = None
+    """A checkpoint's seq: the fork has the conversation up to just before that
+    prompt. Omitted: the whole conversation."""
+    title: str | None = None
+
+
+@attrs.define
+class ForkResult:
+    session_id: str
+    """The new session."""
+
+
+@attrs.define
 class HistoryParams:
     session_id: str
     limit: int | None = None
@@ -254,6 +270,8 @@ METHOD_TYPES: dict[str, tuple[type | None, type | None]] = {
     "session/restore": (RestoreParams, RestoreResult),
     "session/undoRestore": (SessionParams, UndoRestoreResult),
     "session/compact": (CompactParams, CompactResult),
+    "session/fork": (ForkParams, ForkResult),
+    "session/close": (SessionParams, None),
     "session/event": (EventParams, None),
     "session/requestPermission": (PermissionParams, PermissionResult),
 }

@@ -1,7 +1,11 @@
-"""The stdio server: ``session/*`` methods onto :class:`AgentHost`.
+"""The stdio server: the LSP dialect over the session service.
 
-Each handler validates its params (plain JSON, see protocol.py), calls the engine
-and converts the result; errors become JSON-RPC errors in ``protocol.to_wire``.
+:class:`AgentServer` is the LSP front end's client port (turn updates as
+``session/event``, permissions as ``session/requestPermission``, the editor's
+buffers through :class:`EditorWorkspace`); :func:`create_server` registers the
+lifecycle and, from ``handlers.REQUEST_HANDLERS``, every ``session/*`` request:
+params structured from plain JSON (protocol.py), results unstructured, errors
+mapped in ``protocol.to_wire`` -- once, here.
 """
 
 from __future__ import annotations
@@ -9,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,14 @@ from .. import __version__
 from ..rpc import methods
 from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams, structure, unstructure
+from ..service import SessionService
 from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
-from ..session.host import AgentHost, new_session_id
 from ..session.model import TextDelta
 from ..session.workspace import DiskWorkspace, Workspace
-from .editor import EditorWorkspace, collect_unreverted
+from .editor import EditorWorkspace
+from .handlers import REQUEST_HANDLERS, Handler
 from .protocol import AgentProtocol, plain_params_converter, to_wire
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,7 @@ class AgentServer(LanguageServer):
             protocol_cls=AgentProtocol,
             converter_factory=plain_params_converter,
         )
-        self.host: AgentHost | None = None
+        self.service: SessionService | None = None
         self.options = rpc.InitializationOptions()
         self.progress_sessions: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -57,18 +59,18 @@ class AgentServer(LanguageServer):
     def close_on_hang_up(self, timeout: float = 15.0) -> None:
         """From the stdin reader's thread at EOF: close the host on the event loop and
         wait, so running turns close their logs before pygls stops the loop."""
-        loop, host = self._loop, self.host
-        if loop is None or host is None or loop.is_closed():
+        loop, service = self._loop, self.service
+        if loop is None or service is None or loop.is_closed():
             return
         try:
-            asyncio.run_coroutine_threadsafe(host.close(), loop).result(timeout)
+            asyncio.run_coroutine_threadsafe(service.shutdown(), loop).result(timeout)
         except Exception:
             log.exception("closing the sessions at hang-up failed")
 
-    def agent(self) -> AgentHost:
-        if self.host is None:
+    def sessions(self) -> SessionService:
+        if self.service is None:
             raise InvalidParams("the server is not initialized: send initialize first")
-        return self.host
+        return self.service
 
     def client_supports(self, *path: str) -> bool:
         node: Any = self.client_capabilities
@@ -116,6 +118,26 @@ class AgentServer(LanguageServer):
         self.protocol.notify(methods.EVENT, {"sessionId": session_id, "kind": kind, "data": data})
 
 
+class LspClient:
+    """The LSP front end's client port (``service.ClientPort``): the engine reaches
+    the editor through the server it wraps."""
+
+    def __init__(self, server: AgentServer) -> None:
+        self.server = server
+
+    def workspace(self, roots: list[Path]) -> Workspace:
+        disk = DiskWorkspace(roots)
+        if self.server.client_supports("workspace", "apply_edit"):
+            return EditorWorkspace(self.server, disk)
+        return disk  # a client that cannot take edits: disk reads, disk writes
+
+    async def update(self, session_id: str, update: object) -> None:
+        self.server.relay(session_id, update)
+
+    async def request_permission(self, request: PermissionRequest) -> str:
+        return await self.server.ask_permission(request)
+
+
 def _consume(future: asyncio.Future) -> None:
     """Retrieve a dropped request's outcome, so asyncio does not log it as lost."""
     if not future.cancelled():
@@ -134,31 +156,10 @@ def _camel_keys(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
 def create_server() -> AgentServer:
     server = AgentServer()
-
-    def method(name: str, params_type: type) -> Callable:
-        """Register a handler that gets typed params; every failure is a wire error."""
-
-        def register(handler: Callable[[Any], Awaitable[Any]]) -> Callable:
-            @server.feature(name)
-            @functools.wraps(handler)
-            async def wrapped(params: Any) -> Any:
-                try:
-                    result = await handler(structure(params, params_type))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    raise to_wire(exc) from None
-                return None if result is None else unstructure(result)
-
-            return wrapped
-
-        return register
+    for name, handler in REQUEST_HANDLERS.items():
+        register(server, name, handler, rpc.METHOD_TYPES[name][0])
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
@@ -181,16 +182,12 @@ def create_server() -> AgentServer:
             roots = [Path.cwd()]
         options = server.options
         try:
-            workspace: Workspace = DiskWorkspace(roots)
-            if server.client_supports("workspace", "apply_edit"):
-                workspace = EditorWorkspace(server, workspace)  # else: disk-only
-            server.host = AgentHost(
+            server.service = SessionService(
+                LspClient(server),  # type: ignore[arg-type]
                 store=options.store,
                 model=options.model or DEFAULT_MODEL,
                 approval=options.approval,
-                workspace=workspace,
-                permission=server.ask_permission,  # type: ignore[arg-type]
-                on_event=server.relay,
+                roots=roots,
                 mcp_servers=options.mcp_servers,
             )
         except OSError as exc:  # a workspace or store folder that cannot be used
@@ -201,50 +198,13 @@ def create_server() -> AgentServer:
     @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     async def progress_cancelled(params: lsp.WorkDoneProgressCancelParams) -> None:
         session_id = server.progress_sessions.pop(str(params.token), None)
-        if session_id is not None and server.host is not None:
-            await server.host.cancel(session_id)
+        if session_id is not None and server.service is not None:
+            await server.service.cancel(session_id)
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(params: Any) -> None:
-        if server.host is not None:
-            await server.host.close()
-
-    @method(methods.NEW, rpc.NewParams)
-    async def new(params: rpc.NewParams) -> rpc.NewResult:
-        host = server.agent()
-        session_id = new_session_id()
-        if params.mcp_servers is not None:
-            await host.use_mcp_servers(session_id, params.mcp_servers)
-        started = ev.SessionStarted(
-            workspace=str(host.workspace.roots[0]),
-            model=params.model or host.model,
-            title=params.title,
-        )
-        await host.store.append(session_id, [started], expected_head=0)
-        return rpc.NewResult(session_id)
-
-    @method(methods.SEND, rpc.SendParams)
-    async def send(params: rpc.SendParams) -> rpc.SendResult:
-        host = server.agent()
-        session_id = params.session_id or new_session_id()
-        prompt = params.prompt
-        if params.context:
-            shown = "\n\n".join(
-                f"<context uri={c.uri!r}>\n{c.text}\n</context>" if c.uri else c.text
-                for c in params.context
-            )
-            prompt = f"{prompt}\n\n{shown}"
-        async with _progress(server, f"agent-host: {params.prompt[:40]}", session_id):
-            result = await host.send(prompt, session_id=session_id, model=params.model)
-        return rpc.SendResult(
-            session_id=result.session_id,
-            checkpoint=result.checkpoint,
-            stop_reason=result.stop_reason,  # type: ignore[arg-type]
-            text=result.text,
-            usage=rpc.Usage(result.usage.input_tokens, result.usage.output_tokens),
-            cost=result.cost,
-            total_cost=await host.session_cost(session_id),
-        )
+        if server.service is not None:
+            await server.service.shutdown()
 
     @server.feature(methods.CANCEL)
     async def cancel(params: Any) -> None:
@@ -253,136 +213,22 @@ def create_server() -> AgentServer:
         except InvalidParams as exc:
             log.warning("session/cancel ignored: %s", exc)
             return
-        await server.agent().cancel(request.session_id)
-
-    @method(methods.LIST, rpc.ListParams)
-    async def list_sessions(params: rpc.ListParams) -> rpc.ListResult:
-        if params.limit is not None and params.limit < 1:
-            raise InvalidParams("limit: must be 1 or more (omit it for every session)")
-        host = server.agent()
-        folder = params.workspace
-        if folder is not None and folder.startswith("file:"):
-            folder = to_fs_path(folder)
-        if folder is not None and not folder:
-            raise InvalidParams("workspace: give a folder path or file:// URI (omit it for all)")
-        if folder is not None:
-            folder = os.path.join(host.workspace.roots[0], folder)  # relative to the workspace
-        infos = await host.list_sessions(folder)
-        start = _cursor(params.cursor)
-        end = len(infos) if params.limit is None else start + params.limit
-        page = [
-            rpc.SessionSummary(
-                i.id, i.title, _iso(i.created_at), _iso(i.updated_at), i.turns, i.head, i.workspace
-            )
-            for i in infos[start:end]
-        ]
-        return rpc.ListResult(page, str(end) if end < len(infos) else None)
-
-    @method(methods.RESUME, rpc.SessionParams)
-    async def resume(params: rpc.SessionParams) -> rpc.ResumeResult:
-        state = await server.agent().resume(params.session_id)
-        turns = sum(1 for e in state.timeline if type(e) is ev.UserPrompt)
-        return rpc.ResumeResult(params.session_id, state.head, turns)
-
-    @method(methods.HISTORY, rpc.HistoryParams)
-    async def history(params: rpc.HistoryParams) -> rpc.HistoryResult:
-        return rpc.HistoryResult(await server.agent().history(params.session_id, params.limit))
-
-    @method(methods.DELETE, rpc.SessionParams)
-    async def delete(params: rpc.SessionParams) -> None:
-        await server.agent().delete_session(params.session_id)
-
-    @method(methods.CHECKPOINTS, rpc.SessionParams)
-    async def checkpoints(params: rpc.SessionParams) -> rpc.CheckpointsResult:
-        found = await server.agent().list_checkpoints(params.session_id)
-        return rpc.CheckpointsResult(
-            [
-                rpc.CheckpointInfo(
-                    c.seq,
-                    c.prompt,
-                    _iso(c.created_at),
-                    c.files,
-                    c.from_commands,
-                    c.not_captured,
-                    c.external_tools,
-                )
-                for c in found
-            ]
-        )
-
-    @method(methods.RESTORE, rpc.RestoreParams)
-    async def restore(params: rpc.RestoreParams) -> rpc.RestoreResult:
-        with collect_unreverted() as unreverted:
-            done = await server.agent().restore(
-                params.session_id,
-                params.seq,
-                files=params.files,
-                conversation=params.conversation,
-                force=params.force,
-            )
-        return rpc.RestoreResult(
-            done.restored_files,
-            done.removed_events,
-            unreverted.paths,
-            done.conflicts,
-            done.not_captured,
-        )
-
-    @method(methods.UNDO_RESTORE, rpc.SessionParams)
-    async def undo_restore(params: rpc.SessionParams) -> rpc.UndoRestoreResult:
-        with collect_unreverted() as unreverted:
-            done = await server.agent().undo_restore(params.session_id)
-        return rpc.UndoRestoreResult(
-            done.restored_files, done.restored_events, unreverted.paths, done.conflicts
-        )
-
-    @method(methods.COMPACT, rpc.CompactParams)
-    async def compact(params: rpc.CompactParams) -> rpc.CompactResult:
-        async with _progress(server, "agent-host: compacting"):
-            done = await server.agent().compact(params.instructions, session_id=params.session_id)
-        return rpc.CompactResult(done.before, done.after, done.compacted)
+        await server.sessions().cancel(request.session_id)
 
     return server
 
 
-def _cursor(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    if not cursor.isdigit():
-        raise InvalidParams(f"cursor: {cursor!r} is not a nextCursor this server returned")
-    return int(cursor)
+def register(server: AgentServer, name: str, handler: Handler, params_type: type) -> None:
+    """``handler`` as the feature ``name``: typed params in, plain JSON out, and
+    every failure a JSON-RPC error."""
 
-
-class _progress:
-    """Work-done progress around a long request, when the client supports it.
-
-    With a ``session_id`` the progress is cancellable: cancelling it cancels the turn.
-    """
-
-    def __init__(self, server: AgentServer, title: str, session_id: str | None = None) -> None:
-        self.server = server
-        self.title = title
-        self.session_id = session_id
-        self.token: str | None = None
-
-    async def __aenter__(self) -> None:
-        if not self.server.client_supports("window", "work_done_progress"):
-            return
-        token = str(uuid.uuid4())
+    @server.feature(name)
+    @functools.wraps(handler)
+    async def wrapped(params: Any) -> Any:
         try:
-            await self.server.work_done_progress.create_async(token)
-        except Exception as exc:  # the client refused a token: go on without progress
-            log.debug("no work-done progress: %s", exc)
-            return
-        self.token = token
-        cancellable = self.session_id is not None
-        if cancellable:
-            self.server.progress_sessions[token] = self.session_id  # type: ignore[assignment]
-        self.server.work_done_progress.begin(
-            token, lsp.WorkDoneProgressBegin(title=self.title, cancellable=cancellable)
-        )
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.token is not None:
-            self.server.progress_sessions.pop(self.token, None)
-            self.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd())
+            result = await handler(server, structure(params, params_type))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_wire(exc) from None
+        return None if result is None else unstructure(result)

@@ -9,6 +9,7 @@ and a session runs in the folder it was opened with (``cwd`` of ``new``,
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,6 +79,7 @@ class SessionService:
         self._hosts: dict[tuple[str, ...], AgentHost] = {}
         self._folders: dict[str, tuple[str, ...]] = {}
         """Sessions opened in a folder other than the server's, by id."""
+        self._closing: asyncio.Future[None] | None = None
         self.host()  # the server's folder: bad options fail here, at start
 
     # -- hosts: one per folder
@@ -237,9 +239,14 @@ class SessionService:
 
     async def shutdown(self) -> None:
         """Cancel running turns (each closes its log), then release every host and
-        the store; a second call waits for the first."""
-        for host in list(self._hosts.values()):
-            await host.close()
+        the store; a second call (a shutdown, then the client hanging up) waits for
+        the first."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._shutdown())
+        await asyncio.shield(self._closing)
+
+    async def _shutdown(self) -> None:
+        await asyncio.gather(*(host.close() for host in self._hosts.values()))
         if self._owns_store:
             await self.store.close()
 

@@ -522,3 +522,41 @@ async def test_one_turn_at_a_time_per_session_but_sessions_run_concurrently(agen
     assert order.index((a, "user_prompt")) < first_end
     assert order.index((b, "user_prompt")) < first_end
     assert client.progress_reports == {}
+
+
+# -- fork and close
+
+
+async def test_fork_up_to_a_checkpoint_and_close(agents, workspace):
+    client = await agents(
+        [
+            {"text": "Plain turn."},
+            {"text": "Writing.", "tool_calls": [write("new.txt", "new\n")]},
+            {"text": "Written."},
+            {"text": "More."},
+        ]
+    )
+    first = await request(client, "session/send", {"prompt": "just talk"})
+    sid = first["sessionId"]
+    second = await request(client, "session/send", {"sessionId": sid, "prompt": "write one"})
+    fork = await request(
+        client, "session/fork", {"sessionId": sid, "seq": second["checkpoint"], "title": "try 2"}
+    )
+    fid = fork["sessionId"]
+    assert fid != sid
+    forked = await request(client, "session/history", {"sessionId": fid})
+    assert [m["content"] for m in forked["messages"]] == ["just talk", "Plain turn."]
+    whole = await request(client, "session/fork", {"sessionId": sid})
+    source = await request(client, "session/history", {"sessionId": sid})
+    assert (await request(client, "session/history", {"sessionId": whole["sessionId"]})) == source
+    listed = {s["sessionId"]: s for s in (await request(client, "session/list", {}))["sessions"]}
+    assert listed[fid]["title"] == "try 2" and set(listed) == {sid, fid, whole["sessionId"]}
+
+    with pytest.raises(JsonRpcException) as bad:
+        await request(client, "session/fork", {"sessionId": sid, "seq": 3})
+    assert bad.value.code == -32003
+
+    assert await request(client, "session/close", {"sessionId": sid}) is None
+    # Closed here, still stored: the next send goes on with it.
+    again = await request(client, "session/send", {"sessionId": sid, "prompt": "more"})
+    assert again["stopReason"] == "end_turn"

@@ -11,6 +11,8 @@ export const CHECKPOINTS = 'session/checkpoints';
 export const RESTORE = 'session/restore';
 export const UNDO_RESTORE = 'session/undoRestore';
 export const COMPACT = 'session/compact';
+export const FORK = 'session/fork';
+export const CLOSE = 'session/close';
 
 // client -> server notification
 export const CANCEL = 'session/cancel';
@@ -19,7 +21,7 @@ export const CANCEL = 'session/cancel';
 export const EVENT = 'session/event';
 export const REQUEST_PERMISSION = 'session/requestPermission';
 
-export const REQUESTS = [NEW, SEND, LIST, RESUME, HISTORY, DELETE, CHECKPOINTS, RESTORE, UNDO_RESTORE, COMPACT] as const;
+export const REQUESTS = [NEW, SEND, LIST, RESUME, HISTORY, DELETE, CHECKPOINTS, RESTORE, UNDO_RESTORE, COMPACT, FORK, CLOSE] as const;
 
 export const ErrorCode = {
     INVALID_PARAMS: -32602,

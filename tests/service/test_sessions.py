@@ -1,0 +1,126 @@
+"""The session service: sessions of several folders side by side in one service,
+each running, listing and restoring in its own folder; fork and close."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_host.service import ContextItem, SessionService
+from agent_host.session.errors import SessionNotFound
+from agent_host.session.workspace import DiskWorkspace
+
+
+class Port:
+    """A client that allows everything and keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, object]] = []
+
+    async def update(self, session_id, update) -> None:
+        self.updates.append((session_id, update))
+
+    async def request_permission(self, request) -> str:
+        return "allow_once"
+
+    def workspace(self, roots: list[Path]) -> DiskWorkspace:
+        return DiskWorkspace(roots)
+
+
+def script(tmp_path, steps) -> str:
+    path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.json"
+    path.write_text(json.dumps({"steps": steps}))
+    return f"scripted:{path}"
+
+
+WRITE = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}]},
+    {"text": "wrote out.txt"},
+]
+
+
+@pytest.fixture
+def folders(tmp_path):
+    made = [tmp_path / name for name in ("one", "two", "server")]
+    for folder in made:
+        folder.mkdir()
+    return [f.resolve() for f in made]
+
+
+async def test_sessions_of_two_folders_each_work_in_their_own(tmp_path, folders):
+    one, two, server = folders
+    service = SessionService(
+        Port(), store=tmp_path / "store", model=script(tmp_path, WRITE), approval="auto",
+        roots=[server],
+    )  # fmt: skip
+    try:
+        a = await service.new(cwd=one)
+        b = await service.new(cwd=two)
+        for sid in (a, b):
+            done = await service.send(sid, "write it")
+            assert done.result.stop_reason == "end_turn"
+        assert (one / "out.txt").read_text() == (two / "out.txt").read_text() == "x\n"
+        assert not (server / "out.txt").exists()
+        assert [i.id for i in (await service.list(cwd=one)).sessions] == [a]
+        assert {i.id for i in (await service.list()).sessions} == {a, b}
+
+        [checkpoint] = await service.checkpoints(a)
+        await service.restore(a, checkpoint.seq)
+        assert not (one / "out.txt").exists() and (two / "out.txt").exists()
+
+        fork = await service.fork(b)
+        [fork_checkpoint] = await service.checkpoints(fork)
+        await service.restore(fork, fork_checkpoint.seq)  # in b's folder, like its source
+        assert not (two / "out.txt").exists()
+    finally:
+        await service.shutdown()
+        await service.shutdown()  # again: waits for the first, no error
+
+
+async def test_a_new_service_resumes_a_session_in_the_folder_it_is_given(tmp_path, folders):
+    one, _, server = folders
+    model = script(tmp_path, [*WRITE, {"text": "again"}])
+    first = SessionService(Port(), store=tmp_path / "store", model=model, approval="auto",
+                           roots=[server])  # fmt: skip
+    sid = await first.new(cwd=one)
+    await first.send(sid, "write it")
+    await first.shutdown()
+
+    second = SessionService(Port(), store=tmp_path / "store", model=model, approval="auto",
+                            roots=[server])  # fmt: skip
+    try:
+        events = await second.load(sid, cwd=one)
+        assert [type(e).__name__ for e in events][:2] == ["SessionStarted", "UserPrompt"]
+        [checkpoint] = await second.checkpoints(sid)
+        await second.restore(sid, checkpoint.seq)
+        assert not (one / "out.txt").exists()
+        with pytest.raises(SessionNotFound):
+            await second.load("never-stored", cwd=one)
+    finally:
+        await second.shutdown()
+
+
+async def test_context_reaches_the_prompt_and_close_stops_a_turn(tmp_path, folders):
+    _, _, server = folders
+    slow = [{"text": "slow", "delay_ms": 30_000}]
+    port = Port()
+    service = SessionService(port, store="memory:", model=script(tmp_path, slow), roots=[server])
+    try:
+        sid = await service.new()
+        turn = asyncio.create_task(
+            service.send(sid, "look", context=[ContextItem("print(1)", "file:///a.py")])
+        )
+        while not any(type(u).__name__ == "UserPrompt" for _, u in port.updates):
+            await asyncio.sleep(0.01)
+        await service.close(sid)
+        done = await asyncio.wait_for(turn, 10)
+        assert done.result.stop_reason == "cancelled"
+        [prompt] = [u for _, u in port.updates if type(u).__name__ == "UserPrompt"]
+        assert "<context uri='file:///a.py'>\nprint(1)\n</context>" in prompt.text
+        with pytest.raises(ValueError, match="limit"):
+            await service.list(limit=0)
+    finally:
+        await service.shutdown()
