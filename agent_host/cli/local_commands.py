@@ -1,4 +1,4 @@
-"""``serve``, ``schema`` and ``demo``: in-process, no child server.
+"""``serve``, ``acp``, ``schema`` and ``demo``: in-process, no child server.
 
 Each imports what it needs when it runs, so ``agent-host`` starts light.
 """
@@ -31,6 +31,29 @@ def serve(args: argparse.Namespace) -> int:
     # stdout carries the protocol: nothing else may write to it.
     stdin = ChunkedStdin(sys.stdin.buffer, on_eof=server.close_on_hang_up)
     server.start_io(stdin=stdin, stdout=sys.stdout.buffer)
+    return EXIT_OK
+
+
+def check_acp(args: argparse.Namespace) -> str | None:
+    """--mcp-config read and checked before anything starts: a problem is a usage error."""
+    if args.mcp_config:
+        from ..session.errors import McpConfigError
+        from ..session.mcp import load_config_file
+
+        try:
+            args.mcp_servers = load_config_file(args.mcp_config)
+        except McpConfigError as exc:
+            return str(exc)
+    return None
+
+
+async def acp(args: argparse.Namespace) -> int:
+    from ..acp import AcpOptions, serve_stdio
+
+    options = AcpOptions(
+        store=args.store, model=args.model, approval=args.approval, mcp_servers=args.mcp_servers
+    )
+    await serve_stdio(options)
     return EXIT_OK
 
 

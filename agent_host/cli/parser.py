@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..session import default_store_url
-from .local_commands import demo, schema, serve
+from .local_commands import acp, check_acp, demo, schema, serve
 from .run import APPROVALS, check_run, run
 from .session_commands import checkpoints, compact, delete, history, restore, undo_restore
 from .store_commands import gc, sessions
@@ -76,6 +76,27 @@ def build_parser() -> argparse.ArgumentParser:
         serve,
         [verbose],
     )
+
+    acp_parser = add(
+        "acp",
+        "speak the Agent Client Protocol on stdin/stdout (Zed, JetBrains, Neovim, Emacs)",
+        acp,
+        [verbose, store, model],
+    )
+    acp_parser.add_argument(
+        "--approval",
+        choices=APPROVALS,
+        default="ask",
+        help="the sessions' starting mode (the client can switch it): ask (default), "
+        "auto-edit, auto, read-only",
+    )
+    acp_parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers for sessions whose client names none: JSON as Claude Code and "
+        'Cursor keep it, {"mcpServers": {"NAME": {"command": ..., "args": [...]}}}',
+    )
+    acp_parser.set_defaults(check=check_acp, mcp_servers=())
 
     run_parser = add(
         "run",

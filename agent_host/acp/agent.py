@@ -1,0 +1,254 @@
+"""The ACP agent: one handler per method the SDK routes, each validating what the
+schema cannot, calling the session service and converting its answer.
+
+Sessions of several folders live side by side (the service keeps a host per
+folder); approval policies are offered as session modes, rewinding as slash
+commands and ``_agent-host/*`` extension methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Client
+from acp import schema as s
+from acp.helpers import update_agent_message_text, update_current_mode
+
+from .. import __version__
+from ..service import SessionService
+from ..session.approval import APPROVALS
+from . import commands, convert
+from .errors import answers, invalid_params
+from .port import AcpPort
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 50
+"""Sessions per session/list page."""
+
+MODES = [
+    s.SessionMode(id="ask", name="Ask", description="Ask before edits and commands"),
+    s.SessionMode(id="auto-edit", name="Auto-edit", description="Edit freely, ask before commands"),
+    s.SessionMode(id="auto", name="Auto", description="Run everything without asking"),
+    s.SessionMode(id="read-only", name="Read-only", description="Refuse edits and commands"),
+]
+
+
+class AcpAgent:
+    def __init__(self, service: SessionService, port: AcpPort) -> None:
+        self.service = service
+        self.port = port
+        self.client_capabilities: s.ClientCapabilities | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self.port.conn = conn
+
+    @answers
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: s.ClientCapabilities | None = None,
+        client_info: s.Implementation | None = None,
+        **kwargs: Any,
+    ) -> s.InitializeResponse:
+        # Kept for the fs/* and terminal/* delegation still to come (docs/acp.md).
+        self.client_capabilities = client_capabilities
+        session = s.SessionCapabilities(
+            list=s.SessionListCapabilities(),
+            fork=s.SessionForkCapabilities(),
+            resume=s.SessionResumeCapabilities(),
+            close=s.SessionCloseCapabilities(),
+        )
+        capabilities = s.AgentCapabilities(
+            load_session=True,
+            prompt_capabilities=s.PromptCapabilities(embedded_context=True, image=False),
+            mcp_capabilities=s.McpCapabilities(http=True),
+            session_capabilities=session,
+            field_meta={"agent-host": {"methods": commands.EXTENSION_METHODS}},
+        )
+        return s.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=capabilities,
+            auth_methods=[],
+            agent_info=s.Implementation(name="agent-host", version=__version__),
+        )
+
+    # -- sessions
+
+    @answers
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> s.NewSessionResponse:
+        folder = _folder(cwd)
+        sid = await self.service.new(cwd=folder, mcp_servers=convert.mcp_servers(mcp_servers))
+        self._after_answer(self._advertise(sid))
+        return s.NewSessionResponse(session_id=sid, modes=self._modes(sid))
+
+    @answers
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> s.LoadSessionResponse:
+        timeline = await self.service.load(session_id, cwd=_folder(cwd))
+        await self._use_mcp_servers(session_id, mcp_servers)
+        # The replay comes before the answer: the client shows it as the history.
+        for update in convert.replay(timeline, self.port.root(session_id)):
+            await self.port.notify(session_id, update)
+        await self._advertise(session_id)
+        return s.LoadSessionResponse(modes=self._modes(session_id))
+
+    @answers
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> s.ResumeSessionResponse:
+        await commands.known_session(self.service, session_id)
+        await self.service.resume(session_id, cwd=_folder(cwd))
+        await self._use_mcp_servers(session_id, mcp_servers)
+        self._after_answer(self._advertise(session_id))
+        return s.ResumeSessionResponse(modes=self._modes(session_id))
+
+    @answers
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> s.ForkSessionResponse:
+        # The fork runs in its source's folder (the service's rule); cwd is checked only.
+        _folder(cwd)
+        await commands.known_session(self.service, session_id)
+        fork_id = await self.service.fork(session_id)
+        await self._use_mcp_servers(fork_id, mcp_servers)
+        self._after_answer(self._advertise(fork_id))
+        return s.ForkSessionResponse(session_id=fork_id, modes=self._modes(fork_id))
+
+    @answers
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> s.ListSessionsResponse:
+        page = await self.service.list(
+            cwd=_folder(cwd) if cwd is not None else None, cursor=cursor, limit=LIST_PAGE
+        )
+        return s.ListSessionsResponse(
+            sessions=[convert.session_info(info) for info in page.sessions],
+            next_cursor=page.next_cursor,
+        )
+
+    @answers
+    async def close_session(self, session_id: str, **kwargs: Any) -> s.CloseSessionResponse:
+        await commands.known_session(self.service, session_id)
+        await self.service.close(session_id)
+        return s.CloseSessionResponse()
+
+    @answers
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> s.SetSessionModeResponse:
+        if mode_id not in APPROVALS:
+            raise invalid_params("modeId", f"must be one of {', '.join(APPROVALS)}")
+        await commands.known_session(self.service, session_id)
+        # No public API sets one session's approval yet: the Gate is the host's own.
+        self.service.host_of(session_id)._gate(session_id).policy = mode_id  # type: ignore[assignment]
+        await self.port.notify(session_id, update_current_mode(mode_id))
+        return s.SetSessionModeResponse()
+
+    # -- turns
+
+    @answers
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
+        await commands.known_session(self.service, session_id)
+        text, context = convert.prompt_input(prompt)
+        command = commands.parse(text)
+        if command is not None:
+            said = await commands.run(self.service, session_id, *command)
+            await self.port.notify(session_id, update_agent_message_text(said))
+            return s.PromptResponse(stop_reason="end_turn")
+        outcome = await self.service.send(session_id, text, context=context)
+        usage = outcome.result.usage
+        return s.PromptResponse(
+            stop_reason=convert.stop_reason(outcome.result.stop_reason),
+            usage=s.Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_tokens=usage.input_tokens + usage.output_tokens,
+            ),
+        )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        # A notification: nothing to answer, so a bad id is only logged.
+        try:
+            await self.service.cancel(session_id)
+        except ValueError as exc:
+            log.warning("session/cancel ignored: %s", exc)
+
+    # -- extensions
+
+    @answers
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await commands.extension(self.service, method, params)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("extension notification _%s ignored", method)
+
+    # -- helpers
+
+    def _modes(self, session_id: str) -> s.SessionModeState:
+        policy = self.service.host_of(session_id)._gate(session_id).policy
+        return s.SessionModeState(current_mode_id=policy, available_modes=MODES)
+
+    async def _advertise(self, session_id: str) -> None:
+        update = s.AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands.COMMANDS
+        )
+        await self.port.notify(session_id, update)
+
+    async def _use_mcp_servers(self, session_id: str, servers: list[Any] | None) -> None:
+        configs = convert.mcp_servers(servers)
+        if configs is not None:
+            await self.service.host_of(session_id).use_mcp_servers(session_id, configs)
+
+    def _after_answer(self, work: Any) -> None:
+        """Run ``work`` once the current request is answered: the SDK queues the
+        answer before this task first runs, so a client knows the session by then."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background notification failed", exc_info=task.exception())
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _folder(cwd: str) -> Path:
+    """ACP's cwd: an absolute path of an existing folder."""
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise invalid_params("cwd", f"must be an absolute path; got {cwd!r}")
+    if not path.is_dir():
+        raise invalid_params("cwd", f"{cwd} is not a directory")
+    return path

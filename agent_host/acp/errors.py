@@ -1,0 +1,76 @@
+"""The one place the ACP front end turns engine errors into JSON-RPC errors.
+
+Codes are ours (:func:`agent_host.rpc.errors.error_code`), the same as the LSP
+front end's. The SDK answers its own failures: params its schema rejects become
+-32602 with pydantic's errors (each naming the field) in ``data``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+
+from acp import RequestError
+from pydantic import ValidationError
+
+from ..rpc.errors import ErrorCode, error_code
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def to_request_error(exc: Exception) -> RequestError:
+    """The wire error for ``exc``; never a traceback, and internal errors logged."""
+    if isinstance(exc, RequestError):
+        return exc
+    code = error_code(exc)
+    if (
+        code == ErrorCode.INTERNAL_ERROR
+        and isinstance(exc, ValueError)
+        and not isinstance(exc, ValidationError)  # a schema value we built wrong: ours
+    ):
+        # The service's argument checks ("cursor: ... is not a nextCursor") raise
+        # ValueError naming the field: the caller's mistake, not ours.
+        code = ErrorCode.INVALID_PARAMS
+    if code == ErrorCode.INTERNAL_ERROR:
+        log.error("internal error", exc_info=exc)
+        return RequestError(
+            int(code), f"internal error ({type(exc).__name__}); the agent's stderr has the details"
+        )
+    return RequestError(int(code), str(exc), {"error": type(exc).__name__})
+
+
+def invalid_params(field: str, problem: str) -> RequestError:
+    return RequestError(int(ErrorCode.INVALID_PARAMS), f"{field}: {problem}", {"field": field})
+
+
+def answers(handler: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """``handler`` with every failure a JSON-RPC error of ours."""
+
+    @functools.wraps(handler)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await handler(*args, **kwargs)
+        except Exception as exc:
+            raise to_request_error(exc) from None
+
+    return wrapped
+
+
+def ext_params(model: Any, params: dict[str, Any]) -> Any:
+    """An extension method's params as ``model``; a RequestError naming the first
+    bad field (the SDK validates only the methods it knows)."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "params"
+        raise RequestError(
+            int(ErrorCode.INVALID_PARAMS),
+            f"{field}: {first['msg']}",
+            {"errors": exc.errors(include_url=False, include_context=False)},
+        ) from None

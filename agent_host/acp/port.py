@@ -1,0 +1,138 @@
+"""The ACP front end's client port: how the engine reaches the editor.
+
+Engine updates become ``session/update`` notifications, sent in log order before
+the prompt they belong to is answered; permission asks become
+``session/request_permission``. A client that errs, hangs up or cancels the
+request rejects the call, never approves it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from acp import Client, RequestError
+from acp import schema as s
+from acp.helpers import update_agent_message_text, update_agent_thought_text
+
+from ..session import events as ev
+from ..session.approval import Decision, PermissionRequest
+from ..session.compaction import CompactionProgress
+from ..session.model import TextDelta
+from ..session.workspace import DiskWorkspace, Workspace
+from .tool_calls import ToolCalls
+
+if TYPE_CHECKING:
+    from ..service import SessionService, Update
+
+log = logging.getLogger(__name__)
+
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+PERMISSION_OPTIONS = [
+    s.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+    s.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
+    s.PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    s.PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
+]
+
+
+class AcpPort:
+    """``service.ClientPort`` over an ACP connection.
+
+    ``conn`` is set when the SDK connects, ``service`` once the service that
+    holds this port is made (each needs the other).
+    """
+
+    def __init__(self) -> None:
+        self.conn: Client | None = None
+        self.service: SessionService | None = None
+        self._calls: ToolCalls | None = None
+
+    @property
+    def calls(self) -> ToolCalls:
+        if self._calls is None:
+            assert self.service is not None
+            self._calls = ToolCalls(self.service.store.blobs)
+        return self._calls
+
+    def workspace(self, roots: list[Path]) -> Workspace:
+        return DiskWorkspace(roots)
+
+    def root(self, session_id: str) -> Path:
+        """The folder the session runs in: tool paths are relative to it."""
+        assert self.service is not None
+        return self.service.host_of(session_id).workspace.roots[0]
+
+    async def notify(self, session_id: str, update: Any) -> None:
+        """One session/update; a client that hung up is logged, not raised into the
+        turn (its log stays whole and the session resumable)."""
+        if self.conn is None:
+            return
+        try:
+            await self.conn.session_update(session_id=session_id, update=update)
+        except ConnectionError:
+            log.debug("session/update for %s dropped: the client hung up", session_id)
+
+    async def update(self, session_id: str, update: Update) -> None:
+        translated = await self._translate(session_id, update)
+        if translated is not None:
+            await self.notify(session_id, translated)
+
+    async def _translate(self, session_id: str, update: Update) -> Any:
+        if isinstance(update, TextDelta):
+            return update_agent_message_text(update.text)
+        if isinstance(update, ev.ToolCall):
+            return self.calls.started(session_id, update, self.root(session_id))
+        if isinstance(update, ev.FileSnapshot):
+            return await self.calls.changed(session_id, update, self.root(session_id))
+        if isinstance(update, ev.ToolResult):
+            return self.calls.finished(session_id, update)
+        if isinstance(update, ev.TurnEnd):
+            self.calls.forget(session_id)
+        elif isinstance(update, ev.Usage):
+            return await self._usage(session_id, update)
+        elif isinstance(update, CompactionProgress):
+            return update_agent_thought_text(f"Compacting the conversation: {update.stage}\n")
+        elif type(update).__name__ == "McpServerStatus":
+            # (by name: the MCP package stays unimported until a session uses it)
+            return self._mcp_status(update)
+        return None
+
+    async def _usage(self, session_id: str, usage: ev.Usage) -> s.UsageUpdate:
+        assert self.service is not None
+        host = self.service.host_of(session_id)
+        total = await host.session_cost(session_id)
+        return s.UsageUpdate(
+            session_update="usage_update",
+            used=usage.input_tokens + usage.output_tokens,
+            size=host.context_window,
+            cost=None if total is None else s.Cost(amount=total, currency="USD"),
+        )
+
+    def _mcp_status(self, status: Any) -> Any:
+        if status.state in ("failed", "restarted"):
+            log.warning("MCP server %s %s: %s", status.server, status.state, status.message)
+            return update_agent_thought_text(
+                f"MCP server {status.server} {status.state}: {status.message}\n"
+            )
+        log.info("MCP server %s %s: %s", status.server, status.state, status.message)
+        return None
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        if self.conn is None:
+            return "reject_once"
+        assert self.service is not None
+        workspace = self.service.host_of(request.session_id).workspace
+        tool_call = await self.calls.permission_call(request, workspace)
+        try:
+            response = await self.conn.request_permission(
+                session_id=request.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
+            )
+        except (RequestError, ConnectionError) as exc:
+            log.warning("permission for %s: the client answered %s: rejected", request.tool, exc)
+            return "reject_once"
+        outcome = response.outcome
+        if isinstance(outcome, s.AllowedOutcome) and outcome.option_id in DECISIONS:
+            return outcome.option_id  # type: ignore[return-value]
+        return "reject_once"  # cancelled by the client, or an option we did not offer

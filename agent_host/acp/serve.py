@@ -1,0 +1,52 @@
+"""``agent-host acp``: the agent over stdin/stdout until the client hangs up."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import acp
+import attrs
+
+from ..service import SessionService
+from ..session.approval import Approval
+from .agent import AcpAgent
+from .port import AcpPort
+
+if TYPE_CHECKING:
+    from ..session.mcp import McpServerConfig
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class AcpOptions:
+    store: str | None = None
+    model: str | None = None
+    approval: Approval = "ask"
+    mcp_servers: Sequence[McpServerConfig] = ()
+    """From --mcp-config: every session's, unless the client names its own."""
+
+
+async def serve_stdio(options: AcpOptions) -> None:
+    """Serve one client on stdio; stdout carries the protocol and nothing else."""
+    port = AcpPort()
+    # Made before the connection: a bad store or model fails here, on stderr.
+    service = SessionService(
+        port,
+        store=options.store,
+        model=options.model,
+        approval=options.approval,
+        roots=[Path.cwd()],
+        mcp_servers=list(options.mcp_servers) or None,
+    )
+    port.service = service
+    agent = AcpAgent(service, port)
+    try:
+        # fork, resume and close are "unstable" in the SDK: off unless asked for.
+        await acp.run_agent(agent, use_unstable_protocol=True)
+    finally:
+        await agent.close()
+        await service.shutdown()
