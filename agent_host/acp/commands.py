@@ -22,15 +22,6 @@ from ..session.store import check_session_id
 from . import convert
 from .errors import ext_params, invalid_params
 
-_EXTENSIONS = (
-    "agent-host/checkpoints",
-    "agent-host/restore",
-    "agent-host/undoRestore",
-    "agent-host/delete",
-)
-EXTENSION_METHODS = [f"_{name}" for name in _EXTENSIONS]
-"""As initialize advertises them (agentCapabilities._meta["agent-host"].methods)."""
-
 COMMANDS = [
     s.AvailableCommand(
         name="checkpoints",
@@ -158,13 +149,14 @@ class RestoreParams(SessionParams):
 
 async def extension(service: SessionService, method: str, params: dict[str, Any]) -> Any:
     """Answer the extension ``method`` (its name without the leading ``_``)."""
-    if method not in _EXTENSIONS:
+    model = _EXTENSIONS.get(method)
+    if model is None:
         raise RequestError.method_not_found(f"_{method}")
-    sid = await known_session(service, ext_params(SessionParams, params).session_id)
+    p = ext_params(model, params)
+    sid = await known_session(service, p.session_id)
     if method == "agent-host/checkpoints":
         return {"checkpoints": [convert.checkpoint_json(c) for c in await service.checkpoints(sid)]}
     if method == "agent-host/restore":
-        p = ext_params(RestoreParams, params)
         if not (p.files or p.conversation):
             raise invalid_params("files", "a restore needs files, conversation or both")
         result = await service.restore(
@@ -175,3 +167,13 @@ async def extension(service: SessionService, method: str, params: dict[str, Any]
         return convert.undo_json(await service.undo_restore(sid))
     await service.delete(sid)  # agent-host/delete: session/delete is not in the SDK's router
     return {}
+
+
+_EXTENSIONS: dict[str, type[SessionParams]] = {
+    "agent-host/checkpoints": SessionParams,
+    "agent-host/restore": RestoreParams,
+    "agent-host/undoRestore": SessionParams,
+    "agent-host/delete": SessionParams,
+}
+EXTENSION_METHODS = [f"_{name}" for name in _EXTENSIONS]
+"""As initialize advertises them (agentCapabilities._meta["agent-host"].methods)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from acp import Client, RequestError
 from acp import schema as s
 from acp.helpers import update_agent_message_text, update_agent_thought_text
+from pydantic import ValidationError
 
 from ..session import events as ev
 from ..session.approval import Decision, PermissionRequest
@@ -129,7 +130,7 @@ class AcpPort:
             response = await self.conn.request_permission(
                 session_id=request.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
-        except (RequestError, ConnectionError) as exc:
+        except (RequestError, ConnectionError, ValidationError) as exc:
             log.warning("permission for %s: the client answered %s: rejected", request.tool, exc)
             return "reject_once"
         outcome = response.outcome

@@ -1,0 +1,141 @@
+"""Sessions over ACP: load after a restart, list, resume, fork, close; bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+from .conftest import new_session, say
+
+TWO_TURNS = [
+    {
+        "text": "Writing b.py.",
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "b.py", "content": "b\n"}}],
+    },
+    {"text": "Wrote it."},
+    {"text": "Second answer."},
+]
+
+
+@pytest.mark.slow
+async def test_load_after_a_restart_replays_the_conversation(spawn, workspace):
+    async with spawn(TWO_TURNS, "--approval", "auto") as (conn, _):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "add b.py")
+        await say(conn, sid, "and then?")
+
+    async with spawn() as (conn, client):  # a new process over the same store
+        loaded = await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        replayed = [u for s, u in client.updates if s == sid]
+
+    kinds = [u.session_update for u in replayed]
+    assert kinds == [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+        "user_message_chunk",
+        "agent_message_chunk",
+        "available_commands_update",
+    ]
+    assert [u.content.text for u in client.of("user_message_chunk")] == ["add b.py", "and then?"]
+    assert client.text(sid) == "Writing b.py.Wrote it.Second answer."
+    assert replayed[2].title == "Write b.py" and replayed[3].status == "completed"
+    assert loaded.modes.current_mode_id == "ask"
+
+
+async def test_list_filters_by_folder_and_fork_copies_the_session(spawn, workspace, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    async with spawn(TWO_TURNS, "--approval", "auto") as (conn, client):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "add b.py")
+        elsewhere = await new_session(conn, other)
+
+        here = await conn.list_sessions(cwd=str(workspace))
+        everywhere = await conn.list_sessions()
+        forked = await conn.fork_session(session_id=sid, cwd=str(workspace), mcp_servers=[])
+        after_fork = await conn.list_sessions(cwd=str(workspace))
+        client.updates.clear()
+        await conn.load_session(cwd=str(workspace), session_id=forked.session_id, mcp_servers=[])
+
+    assert [s.session_id for s in here.sessions] == [sid]
+    assert here.sessions[0].cwd == str(workspace.resolve())
+    assert here.sessions[0].title == "add b.py"
+    assert {s.session_id for s in everywhere.sessions} == {sid, elsewhere}
+    assert forked.session_id not in (sid, elsewhere)
+    assert {s.session_id for s in after_fork.sessions} == {sid, forked.session_id}
+    assert client.text(forked.session_id) == "Writing b.py.Wrote it."
+
+
+async def test_resume_and_close(spawn, workspace):
+    async with spawn(TWO_TURNS, "--approval", "auto") as (conn, client):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "add b.py")
+        await conn.close_session(session_id=sid)
+        resumed = await conn.resume_session(session_id=sid, cwd=str(workspace), mcp_servers=[])
+        answer = await say(conn, sid, "and then?")  # a closed session is still stored
+
+    assert resumed.modes.current_mode_id == "auto"
+    assert answer.stop_reason == "end_turn"
+    assert client.text(sid).endswith("Second answer.")
+
+
+async def test_slash_commands_are_advertised(spawn, workspace):
+    async with spawn([]) as (conn, client):
+        await new_session(conn, workspace)
+        for _ in range(50):  # sent just after the answer
+            if client.of("available_commands_update"):
+                break
+            await asyncio.sleep(0.02)
+    [update] = client.of("available_commands_update")
+    names = [c.name for c in update.available_commands]
+    assert names == ["checkpoints", "rewind", "undo-rewind", "compact", "fork"]
+
+
+async def test_bad_params_are_answered_with_the_field_named(tmp_path, workspace):
+    """Raw lines, so that what the SDK's client would refuse to send gets sent; and
+    every line the agent writes must be JSON-RPC (nothing else on stdout)."""
+    script = tmp_path / "script.json"
+    script.write_text('{"steps": []}')
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "agent_host", "acp", "--model", f"scripted:{script}"],
+        *["--store", str(tmp_path / "store")],
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=workspace,
+    )
+    requests = [
+        ("initialize", {"protocolVersion": 1}),
+        ("session/new", {"mcpServers": []}),
+        ("session/new", {"cwd": "relative/dir", "mcpServers": []}),
+        ("session/prompt", {"sessionId": "x", "prompt": [{"type": "nonsense"}]}),
+        ("session/set_mode", {"sessionId": 7, "modeId": "auto"}),
+        ("_agent-host/restore", {"sessionId": "x", "seq": "three"}),
+        ("session/no_such_method", {}),
+    ]
+    assert process.stdin is not None and process.stdout is not None
+    for i, (method, params) in enumerate(requests):
+        line = {"jsonrpc": "2.0", "id": i, "method": method, "params": params}
+        process.stdin.write(json.dumps(line).encode() + b"\n")
+    await process.stdin.drain()
+    answers = {}
+    while len(answers) < len(requests):
+        line = await asyncio.wait_for(process.stdout.readline(), 10)
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0"
+        if "id" in message:
+            answers[message["id"]] = message
+    process.stdin.close()
+    await asyncio.wait_for(process.wait(), 10)
+
+    assert answers[0]["result"]["protocolVersion"] == 1
+    codes = [answers[i].get("error", {}).get("code") for i in range(1, len(requests))]
+    assert codes == [-32602, -32602, -32602, -32602, -32602, -32601]
+    assert answers[1]["error"]["data"]["errors"][0]["loc"] == ["cwd"]
+    assert "cwd" in answers[2]["error"]["message"]
+    assert "seq" in answers[5]["error"]["message"]
