@@ -228,6 +228,14 @@ class SessionService:
             self._folders[fork_id] = self._folders[session_id]
         return fork_id
 
+    def set_approval(self, session_id: str, approval: Approval) -> None:
+        """Which of the session's tool calls need the user's permission, from now on
+        (ACP's session modes)."""
+        self.host_of(session_id).set_approval(session_id, approval)
+
+    def approval_of(self, session_id: str) -> Approval:
+        return self.host_of(session_id).approval_of(session_id)
+
     async def close(self, session_id: str) -> None:
         """Stop the session's running turn and let go of it here; it stays stored."""
         await self.host_of(session_id).close_session(session_id)

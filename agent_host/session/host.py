@@ -180,6 +180,14 @@ class AgentHost:
         await self.store.append(fork_id, events, expected_head=0)
         return fork_id
 
+    def set_approval(self, session_id: str, approval: Approval) -> None:
+        """The session's approval policy from its next tool call on (answers the
+        user gave "always" are kept)."""
+        self._gate(check_session_id(session_id)).policy = check_approval(approval)
+
+    def approval_of(self, session_id: str) -> Approval:
+        return self._gate(check_session_id(session_id)).policy
+
     async def close_session(self, session_id: str) -> None:
         """Cancel the session's running turn and let go of what this host holds for
         it (its MCP servers, remembered permissions); it stays stored."""

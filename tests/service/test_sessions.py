@@ -124,3 +124,19 @@ async def test_context_reaches_the_prompt_and_close_stops_a_turn(tmp_path, folde
             await service.list(limit=0)
     finally:
         await service.shutdown()
+
+
+async def test_a_sessions_approval_can_change(tmp_path, folders):
+    _, _, server = folders
+    service = SessionService(Port(), store="memory:", model=script(tmp_path, WRITE), roots=[server])
+    try:
+        sid = await service.new()
+        assert service.approval_of(sid) == "ask"
+        service.set_approval(sid, "read-only")
+        done = await service.send(sid, "write it")
+        assert done.result.stop_reason == "end_turn"
+        assert not (server / "out.txt").exists()  # refused under read-only
+        with pytest.raises(ValueError, match="approval must be one of"):
+            service.set_approval(sid, "yolo")
+    finally:
+        await service.shutdown()
