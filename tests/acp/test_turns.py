@@ -163,3 +163,21 @@ async def test_an_unknown_session_is_session_not_found(spawn, workspace):
             with pytest.raises(acp.RequestError) as missing:
                 await attempt
             assert missing.value.code == -32001, missing.value
+
+
+async def test_embedded_resources_and_links_reach_the_prompt(spawn, workspace):
+    uri = (workspace / "notes.md").as_uri()
+    blocks = [
+        acp.text_block("summarise"),
+        acp.resource_link_block("a.py", (workspace / "a.py").as_uri()),
+        acp.resource_block(acp.embedded_text_resource(uri, "the notes")),
+    ]
+    async with spawn([{"text": "Summary."}]) as (conn, client):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=blocks)
+        client.updates.clear()
+        await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+
+    [prompt] = [u.content.text for u in client.of("user_message_chunk")]
+    assert prompt.startswith("summarise\n[@a.py](file://")
+    assert f"<context uri={uri!r}>\nthe notes\n</context>" in prompt
