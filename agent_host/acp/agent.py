@@ -166,8 +166,7 @@ class AcpAgent:
         if mode_id not in APPROVALS:
             raise invalid_params("modeId", f"must be one of {', '.join(APPROVALS)}")
         await commands.known_session(self.service, session_id)
-        # No public API sets one session's approval yet: the Gate is the host's own.
-        self.service.host_of(session_id)._gate(session_id).policy = mode_id  # type: ignore[assignment]
+        self.service.set_approval(session_id, mode_id)  # type: ignore[arg-type]
         await self.port.notify(session_id, update_current_mode(mode_id))
         return s.SetSessionModeResponse()
 
@@ -212,8 +211,8 @@ class AcpAgent:
     # -- helpers
 
     def _modes(self, session_id: str) -> s.SessionModeState:
-        policy = self.service.host_of(session_id)._gate(session_id).policy
-        return s.SessionModeState(current_mode_id=policy, available_modes=MODES)
+        current = self.service.approval_of(session_id)
+        return s.SessionModeState(current_mode_id=current, available_modes=MODES)
 
     async def _advertise(self, session_id: str) -> None:
         update = s.AvailableCommandsUpdate(
