@@ -133,6 +133,11 @@ def test_node_tests_against_the_server(npm: str, workdir: Path) -> None:
         "list with a workspace: the sessions started in that folder, each naming its folder",
         "a file the user changed is left and named; Overwrite them restores it too; "
         "Undo Restore brings the edit back",
+        "api.close stops a running turn; the session stays stored and takes the next prompt",
+        "Fork Session… from a checkpoint: the fork is current and its chat is the "
+        "conversation before it",
+        "Close Session: the chat starts afresh, the next prompt starts a new session, "
+        "the closed one still takes prompts",
     ):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), f"{name!r} did not pass"
 
@@ -164,6 +169,8 @@ def test_vsix_is_the_bundle_alone(npm: str, workdir: Path) -> None:
         "agentHost.compactSession",
         "agentHost.cancel",
         "agentHost.showHistory",
+        "agentHost.forkSession",
+        "agentHost.closeSession",
     } <= contributed
     text = bundle.decode("utf-8")
     # bundled: the language client and the protocol are inside, only vscode is external

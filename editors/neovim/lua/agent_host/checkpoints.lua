@@ -1,6 +1,6 @@
 -- Checkpoints and restores: :AgentCheckpoints, :AgentRestore[!] (checkpoint and
 -- mode pickers; ! overwrites files changed since the agent wrote them),
--- :AgentUndoRestore.
+-- :AgentUndoRestore; the checkpoint picker :AgentFork uses too.
 local chat = require("agent_host.chat")
 local client = require("agent_host.client")
 local compat = require("agent_host.compat")
@@ -267,18 +267,33 @@ function M.restore_pick(seq, mode, on_done, opts)
   if seq then
     return pick_mode(seq)
   end
+  M.pick(inst, { prompt = "agent-host: restore to just before" }, function(choice)
+    pick_mode(choice.seq)
+  end)
+end
+
+--- Pick one of the current session's checkpoints with vim.ui.select (kind
+--- "agent_host.checkpoint", oldest first), then on_choice(checkpoint). The
+--- strings of opts.extra are offered after the checkpoints (on_choice gets the
+--- string); without checkpoints or extras there is nothing to pick.
+---@param opts {prompt: string, extra?: string[]}
+function M.pick(inst, opts, on_choice)
   checkpoints(inst, function(list)
-    if #list == 0 then
+    local items = vim.list_extend({}, list)
+    vim.list_extend(items, opts.extra or {})
+    if #items == 0 then
       notify("the session has no checkpoints")
       return
     end
-    vim.ui.select(list, {
-      prompt = "agent-host: restore to just before",
+    vim.ui.select(items, {
+      prompt = opts.prompt,
       kind = "agent_host.checkpoint",
-      format_item = M.checkpoint_label,
+      format_item = function(item)
+        return type(item) == "string" and item or M.checkpoint_label(item)
+      end,
     }, function(choice)
       if choice then
-        pick_mode(choice.seq)
+        on_choice(choice)
       end
     end)
   end)

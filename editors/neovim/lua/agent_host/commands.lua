@@ -38,6 +38,22 @@ function M.create()
   cmd("AgentSessions", function(args)
     agent().sessions(nil, { all = args.bang })
   end, { nargs = 0, bang = true, desc = "agent-host: resume a session of this workspace (! of every workspace)" })
+  cmd("AgentFork", function(args)
+    local seq = args.fargs[1]
+    if seq and seq ~= "all" and not tonumber(seq) then
+      return vim.notify("agent-host: usage: :AgentFork [seq|all]", vim.log.levels.ERROR)
+    end
+    agent().fork(seq == "all" and "all" or (seq and tonumber(seq)))
+  end, {
+    nargs = "?",
+    complete = function(arglead)
+      return vim.startswith("all", arglead) and { "all" } or {}
+    end,
+    desc = "agent-host: fork the session before a checkpoint (all: the whole conversation)",
+  })
+  cmd("AgentClose", function()
+    agent().close()
+  end, { nargs = 0, desc = "agent-host: close the session (it stays stored); the next prompt starts a new one" })
   cmd("AgentCheckpoints", function()
     agent().checkpoints()
   end, { nargs = 0, desc = "agent-host: list the session's checkpoints" })

@@ -5,7 +5,8 @@
 -- See :help agent-host. This module is setup() and the Lua API behind the
 -- commands; the API is implemented in
 --   agent_host.turn         :AgentSend, :AgentCancel, closing turns on exit
---   agent_host.sessions     :AgentNew, :AgentHistory, :AgentSessions, :AgentCompact
+--   agent_host.sessions     :AgentNew, :AgentHistory, :AgentSessions, :AgentFork,
+--                           :AgentClose, :AgentCompact
 --   agent_host.checkpoints  :AgentCheckpoints, :AgentRestore[!], :AgentUndoRestore
 --   agent_host.status       the statusline text
 local checkpoints = require("agent_host.checkpoints")
@@ -39,6 +40,8 @@ M.new_session = sessions.new_session
 M.history = sessions.history
 M.resume = sessions.resume
 M.sessions = sessions.sessions
+M.fork = sessions.fork
+M.close = sessions.close
 M.compact = sessions.compact
 
 -- checkpoints

@@ -1,6 +1,8 @@
 -- Session commands: :AgentNew, :AgentHistory, :AgentSessions[!] (pick and
--- resume: this root's sessions, or with ! every workspace's), :AgentCompact.
+-- resume: this root's sessions, or with ! every workspace's), :AgentFork
+-- (from a checkpoint, or all of it), :AgentClose, :AgentCompact.
 local chat = require("agent_host.chat")
+local checkpoints = require("agent_host.checkpoints")
 local client = require("agent_host.client")
 local compat = require("agent_host.compat")
 local util = require("agent_host.util")
@@ -74,12 +76,9 @@ local function session_label_with_workspace(s)
   return ("%s  [%s]"):format(session_label(s), folder)
 end
 
---- Resume a session by id: it becomes current and its history is shown.
-function M.resume(session_id, on_done)
-  local inst = util.current()
-  if not util.require_idle(inst, "switching sessions") then
-    return
-  end
+--- Make `session_id` the current session (session/resume) and show its
+--- conversation; `message(result)` is what to tell the user.
+local function switch_to(inst, session_id, message, on_done)
   client.request(inst, "session/resume", { sessionId = session_id }, function(err, result)
     if err then
       return fail("session/resume")(err)
@@ -87,12 +86,110 @@ function M.resume(session_id, on_done)
     inst.session_id = result.sessionId
     inst.total_cost = nil
     client.changed()
-    notify(("resumed %s (%d turn%s)"):format(result.sessionId, result.turns or 0, result.turns == 1 and "" or "s"))
+    notify(message(result))
     util.api().history(function()
       if on_done then
         on_done(result)
       end
     end)
+  end)
+end
+
+--- Resume a session by id: it becomes current and its history is shown.
+function M.resume(session_id, on_done)
+  local inst = util.current()
+  if not util.require_idle(inst, "switching sessions") then
+    return
+  end
+  switch_to(inst, session_id, function(result)
+    return ("resumed %s (%d turn%s)"):format(result.sessionId, result.turns or 0, result.turns == 1 and "" or "s")
+  end, on_done)
+end
+
+M.WHOLE = "whole conversation"
+
+--- Fork the current session: a new session with its conversation up to just
+--- before checkpoint `seq`, or all of it (seq "all"); nil: pick one of the
+--- checkpoints or the whole conversation. The fork becomes the current
+--- session and its conversation is shown; the source is left as it is.
+--- on_done gets session/fork's result ({sessionId}).
+function M.fork(seq, on_done)
+  local inst = util.current()
+  if not util.require_session(inst) or not util.require_idle(inst, "forking") then
+    return
+  end
+  local source = inst.session_id
+  local function fork(at)
+    local params = { sessionId = source }
+    if at ~= "all" then
+      params.seq = at
+    end
+    client.request(inst, "session/fork", params, function(err, result)
+      if err then
+        return fail("session/fork")(err)
+      end
+      local where = at == "all" and "the whole conversation" or ("before #%d"):format(at)
+      switch_to(inst, result.sessionId, function()
+        return ("forked %s (%s) into %s"):format(source, where, result.sessionId)
+      end, function()
+        if on_done then
+          on_done(result)
+        end
+      end)
+    end)
+  end
+  if seq ~= nil then
+    return fork(seq)
+  end
+  checkpoints.pick(inst, { prompt = "agent-host: fork with the conversation before", extra = { M.WHOLE } }, function(choice)
+    fork(choice == M.WHOLE and "all" or choice.seq)
+  end)
+end
+
+--- Close the current session: the server stops a turn running in it and lets
+--- go of it. It stays stored (:AgentSessions resumes it); the chat is cleared
+--- and the next prompt starts a new session.
+function M.close(on_done)
+  local inst = util.current()
+  if not util.require_session(inst) then
+    return
+  end
+  if inst.busy then
+    notify(("%s is running; wait for it before closing the session"):format(inst.busy.what), vim.log.levels.WARN)
+    return
+  end
+  local session_id = inst.session_id
+  local turn = inst.turn
+  if turn then
+    inst.activity = "cancelling" -- the server cancels the turn before it answers
+    client.changed()
+  end
+  client.request(inst, "session/close", { sessionId = session_id }, function(err)
+    if err then
+      return fail("session/close")(err)
+    end
+    if turn and inst.turn == turn then
+      -- its answer (cancelled) is late: it belongs to the closed session
+      client.finish_turn(inst, turn)
+      pcall(turn.done, nil, nil)
+    end
+    if inst.session_id == session_id then
+      inst.session_id = nil
+      inst.total_cost = nil
+      inst.last_result = nil
+      chat.clear(inst)
+      chat.note(
+        inst,
+        ("Closed session %s (it stays stored: :AgentSessions resumes it). The next :AgentSend starts a new session."):format(
+          session_id
+        )
+      )
+      client.changed()
+    end
+    notify(("closed %s; it stays stored (:AgentSessions resumes it)"):format(session_id))
+    if on_done then
+      on_done(session_id)
+    end
   end)
 end
 

@@ -12,6 +12,8 @@ import type {
     CompactParams,
     CompactResult,
     Decision,
+    ForkParams,
+    ForkResult,
     HistoryParams,
     HistoryResult,
     ListParams,
@@ -222,6 +224,18 @@ export class AgentApi implements Disposable {
 
     compact(params: CompactParams, token?: CancellationToken): Promise<CompactResult> {
         return this.call(m.COMPACT, params, token);
+    }
+
+    /** A new session with the conversation up to just before checkpoint `seq` (all
+     * of it without one); the source is untouched. */
+    fork(params: ForkParams): Promise<ForkResult> {
+        return this.call(m.FORK, params);
+    }
+
+    /** The server stops a running turn of the session and lets go of it; the
+     * session stays stored (resume or send to it again at any time). */
+    close(sessionId: string): Promise<null> {
+        return this.call(m.CLOSE, { sessionId });
     }
 }
 

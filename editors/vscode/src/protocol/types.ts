@@ -184,6 +184,20 @@ export interface CompactResult {
     compacted?: boolean;
 }
 
+export interface ForkParams {
+    sessionId: string;
+    /** A checkpoint's seq: the fork has the conversation up to just before that
+     * prompt. Omitted: all of it. */
+    seq?: number | null;
+    /** Default: "fork of" the source's title. */
+    title?: string | null;
+}
+
+export interface ForkResult {
+    /** The new session; the source is untouched. */
+    sessionId: string;
+}
+
 // -- session/event
 
 interface Logged {

@@ -6,8 +6,9 @@
  */
 
 import * as vscode from 'vscode';
-import { checkpointDetail, conflictsText, listPaths, notCapturedText } from '../protocol/restoreText';
+import { conflictsText, listPaths, notCapturedText } from '../protocol/restoreText';
 import type { CheckpointInfo, RestoreParams, RestoreResult } from '../protocol/types';
+import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { errorText } from './errors';
 import type { SessionCommands } from './sessionCommands';
 import type { UiContext } from './uiContext';
@@ -18,27 +19,13 @@ export class CheckpointCommands {
         private readonly sessions: SessionCommands,
     ) {}
 
+    /** A checkpoint to restore to, from the shared picker. */
     private async pickCheckpoint(sessionId: string, title: string): Promise<CheckpointInfo | undefined> {
-        const api = await this.ui.server.ensureStarted();
-        const { checkpoints } = await api.checkpoints(sessionId);
-        if (!checkpoints.length) {
-            void vscode.window.showInformationMessage('Agent Host: this session has no checkpoints yet (one per prompt).');
-            return undefined;
-        }
-        type Item = vscode.QuickPickItem & { checkpoint: CheckpointInfo };
-        const items: Item[] = [...checkpoints].reverse().map((c) => ({
-            label: `#${c.seq}  ${c.prompt.split('\n')[0].slice(0, 80)}`,
-            description: new Date(c.createdAt).toLocaleString(),
-            detail: checkpointDetail(c),
-            checkpoint: c,
-        }));
-        const picked = await vscode.window.showQuickPick(items, {
+        const picked = await pickCheckpoint(this.ui, sessionId, {
             title,
             placeHolder: 'Newest first. Restoring to a checkpoint returns to just before its prompt.',
-            matchOnDescription: true,
-            matchOnDetail: true,
         });
-        return picked?.checkpoint;
+        return picked === WHOLE ? undefined : picked;
     }
 
     async showCheckpoints(): Promise<void> {

@@ -92,6 +92,8 @@ export class Controller implements vscode.Disposable, UiContext {
             command('agentHost.undoRestore', () => this.undoRestore()),
             command('agentHost.compactSession', () => this.compactSession()),
             command('agentHost.cancel', () => this.cancel()),
+            command('agentHost.forkSession', () => this.forkSession()),
+            command('agentHost.closeSession', () => this.closeSession()),
             command('agentHost.showHistory', () => this.showHistory()),
             command('agentHost.showChat', () => this.chat.reveal()),
             command('agentHost.restartServer', () => this.restart()),
@@ -139,6 +141,14 @@ export class Controller implements vscode.Disposable, UiContext {
 
     cancel(): Promise<void> {
         return this.turns.cancel();
+    }
+
+    forkSession(): Promise<void> {
+        return this.sessions.forkSession();
+    }
+
+    closeSession(): Promise<void> {
+        return this.sessions.closeSession();
     }
 
     showHistory(): Promise<void> {

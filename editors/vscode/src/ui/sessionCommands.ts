@@ -1,7 +1,8 @@
 /**
  * The session commands: New Session, List Sessions (this workspace's or every
- * workspace's; resume, delete), Show History, and the transcript rebuilt from
- * session/history after a resume or restore.
+ * workspace's; resume, delete), Fork Session… (from a checkpoint, or all of
+ * it), Close Session, Show History, and the transcript rebuilt from
+ * session/history after a resume, fork or restore.
  */
 
 import * as os from 'node:os';
@@ -9,6 +10,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { SessionSummary } from '../protocol/types';
 import { Transcript, toMarkdown } from '../protocol/transcript';
+import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { Cancelled } from './errors';
 import { HISTORY_SCHEME, type HistoryContentProvider } from './historyDocument';
 import type { UiContext } from './uiContext';
@@ -196,6 +198,7 @@ export class SessionCommands {
         }
     }
 
+    /** Makes `sessionId` the current session and shows its conversation. */
     private async resume(sessionId: string): Promise<void> {
         const api = await this.ui.server.ensureStarted();
         const where = await api.resume(sessionId);
@@ -203,6 +206,61 @@ export class SessionCommands {
         await this.ui.state.setCurrent(sessionId);
         this.ui.log(`resumed ${sessionId}: ${where.turns} turns, head ${where.head}`);
         await this.ui.chat.reveal();
+    }
+
+    /**
+     * Fork Session…: a new session with the current one's conversation up to just
+     * before a checkpoint picked from the restore list (or the whole of it); the
+     * fork becomes the current session, the source is left as it is.
+     */
+    async forkSession(): Promise<void> {
+        const { state } = this.ui;
+        const sessionId = await this.requireSession();
+        const picked = await pickCheckpoint(this.ui, sessionId, {
+            title: 'Agent Host: Fork Session…',
+            placeHolder: 'Newest first. The fork has the conversation up to just before the picked prompt.',
+            whole: { label: '$(list-flat) Whole conversation', detail: 'Fork after the last turn: everything said so far' },
+        });
+        if (picked === undefined) {
+            return;
+        }
+        const known = state.titles.get(sessionId);
+        const title = known ? `fork of ${known}` : undefined;
+        const api = await this.ui.server.ensureStarted();
+        const fork = await api.fork({
+            sessionId,
+            ...(picked === WHOLE ? {} : { seq: picked.seq }),
+            ...(title ? { title } : {}),
+        });
+        this.ui.log(`forked ${sessionId} ${picked === WHOLE ? 'whole' : `before #${picked.seq}`} into ${fork.sessionId}`);
+        if (title) {
+            state.titles.set(fork.sessionId, title);
+        }
+        await this.resume(fork.sessionId);
+        void vscode.window.showInformationMessage(`Agent Host: Forked into ${fork.sessionId}.`);
+    }
+
+    /**
+     * Close Session: the server stops a turn running in the current session and
+     * lets go of it; it stays stored (List Sessions resumes it). The chat then
+     * starts afresh: the next prompt starts a new session.
+     */
+    async closeSession(): Promise<void> {
+        const { state } = this.ui;
+        const sessionId = state.current;
+        if (!sessionId) {
+            void vscode.window.showInformationMessage('Agent Host: no current session to close.');
+            return;
+        }
+        const api = await this.ui.server.ensureStarted();
+        await api.close(sessionId);
+        this.ui.log(`closed ${sessionId}`);
+        if (state.current === sessionId) {
+            await state.setCurrent(undefined);
+        }
+        void vscode.window.showInformationMessage(
+            `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; it stays stored (List Sessions resumes it). The next prompt starts a new session.`,
+        );
     }
 
     /** The transcript rebuilt from session/history (after a resume, restore or undo). */
