@@ -186,7 +186,7 @@ class SessionService:
     ) -> list[ev.Event]:
         """Resume an existing session and return its timeline, for a client that
         replays the conversation. SessionNotFound if it was never stored."""
-        if await self.store.head(check_session_id(session_id)) == 0:
+        if not await self.exists(session_id):
             raise SessionNotFound(session_id)
         host = self._open_in(session_id, cwd)
         state = await host.resume(session_id)
@@ -227,6 +227,14 @@ class SessionService:
         if session_id in self._folders:
             self._folders[fork_id] = self._folders[session_id]
         return fork_id
+
+    async def exists(self, session_id: str) -> bool:
+        """Whether the session is in the store (``send`` starts one under any id)."""
+        return await self.store.head(check_session_id(session_id)) > 0
+
+    async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
+        """The session's own MCP servers from now on, instead of the server's."""
+        await self.host_of(session_id).use_mcp_servers(session_id, servers)
 
     def set_approval(self, session_id: str, approval: Approval) -> None:
         """Which of the session's tool calls need the user's permission, from now on

@@ -33,6 +33,8 @@ class PermissionRequest:
     kind: ToolKind
     diff: str | None = None
     """A unified diff of the change, for edits."""
+    call_id: str | None = None
+    """The model's id of the tool call asked about (as in its tool_call event)."""
 
 
 PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]

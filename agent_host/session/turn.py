@@ -217,6 +217,7 @@ class _Turn:
             tool=call.name,
             arguments=call.arguments,
             kind=self._kind(call.name),
+            call_id=call.call_id,
         )
         if request.kind == "edit":
             request.diff = await _proposed_diff(workspace, call)
