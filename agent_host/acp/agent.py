@@ -223,7 +223,7 @@ class AcpAgent:
     async def _use_mcp_servers(self, session_id: str, servers: list[Any] | None) -> None:
         configs = convert.mcp_servers(servers)
         if configs is not None:
-            await self.service.host_of(session_id).use_mcp_servers(session_id, configs)
+            await self.service.use_mcp_servers(session_id, configs)
 
     def _after_answer(self, work: Any) -> None:
         """Run ``work`` once the current request is answered: the SDK queues the

@@ -18,7 +18,6 @@ from ..cli.output import describe_files, local_time, shorten
 from ..service import SessionService
 from ..session.checkpoints import Checkpoint, NothingToUndo
 from ..session.errors import SessionNotFound
-from ..session.store import check_session_id
 from . import convert
 from .errors import ext_params, invalid_params
 
@@ -50,7 +49,7 @@ _COMMAND = re.compile(
 async def known_session(service: SessionService, session_id: str) -> str:
     """``session_id`` if the store has it, else SessionNotFound (the service would
     start a session under an unknown id, as the CLI's ``run --session`` wants)."""
-    if await service.store.head(check_session_id(session_id)) == 0:
+    if not await service.exists(session_id):
         raise SessionNotFound(session_id)
     return session_id
 

@@ -102,11 +102,8 @@ class ToolCalls:
         )
 
     def _matching(self, request: PermissionRequest) -> OpenCall | None:
-        for open_call in self._open.get(request.session_id, []):
-            call = open_call.call
-            if call.name == request.tool and call.arguments == request.arguments:
-                return open_call
-        return None
+        calls = self._open.get(request.session_id, [])
+        return next((c for c in calls if c.call.call_id == request.call_id), None)
 
     async def _text(self, blob: str | None) -> str | None | object:
         if blob is None:
