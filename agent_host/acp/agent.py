@@ -21,6 +21,7 @@ from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
 from . import commands, convert
+from .client_files import acting_for
 from .errors import answers, invalid_params
 from .port import AcpPort
 
@@ -41,7 +42,6 @@ class AcpAgent:
     def __init__(self, service: SessionService, port: AcpPort) -> None:
         self.service = service
         self.port = port
-        self.client_capabilities: s.ClientCapabilities | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Client) -> None:
@@ -55,8 +55,8 @@ class AcpAgent:
         client_info: s.Implementation | None = None,
         **kwargs: Any,
     ) -> s.InitializeResponse:
-        # Kept for the fs/* and terminal/* delegation still to come (docs/acp.md).
-        self.client_capabilities = client_capabilities
+        # Sessions' workspaces read them at call time: fs/* and terminal/* delegation.
+        self.port.client_capabilities = client_capabilities
         session = s.SessionCapabilities(
             list=s.SessionListCapabilities(),
             fork=s.SessionForkCapabilities(),
@@ -101,7 +101,8 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> s.LoadSessionResponse:
-        timeline = await self.service.load(session_id, cwd=_folder(cwd))
+        with acting_for(session_id):  # a restore a crash cut short is finished here
+            timeline = await self.service.load(session_id, cwd=_folder(cwd))
         await self._use_mcp_servers(session_id, mcp_servers)
         # The replay comes before the answer: the client shows it as the history.
         for update in convert.replay(timeline, self.port.root(session_id)):
@@ -119,7 +120,8 @@ class AcpAgent:
         **kwargs: Any,
     ) -> s.ResumeSessionResponse:
         await commands.known_session(self.service, session_id)
-        await self.service.resume(session_id, cwd=_folder(cwd))
+        with acting_for(session_id):
+            await self.service.resume(session_id, cwd=_folder(cwd))
         await self._use_mcp_servers(session_id, mcp_servers)
         self._after_answer(self._advertise(session_id))
         return s.ResumeSessionResponse(modes=self._modes(session_id))
@@ -175,6 +177,10 @@ class AcpAgent:
     @answers
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         await commands.known_session(self.service, session_id)
+        with acting_for(session_id):  # the turn's task (and its tools) inherit it
+            return await self._prompt(session_id, prompt)
+
+    async def _prompt(self, session_id: str, prompt: list[Any]) -> s.PromptResponse:
         text, context = convert.prompt_input(prompt)
         command = commands.parse(text)
         if command is not None:
@@ -203,7 +209,9 @@ class AcpAgent:
 
     @answers
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await commands.extension(self.service, method, params)
+        session_id = params.get("sessionId")  # checked by commands.extension
+        with acting_for(session_id if isinstance(session_id, str) else None):
+            return await commands.extension(self.service, method, params)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("extension notification _%s ignored", method)

@@ -104,9 +104,12 @@ def diff_content(root: Path, path: str, old: str | None, new: str) -> s.FileEdit
 
 
 def tool_call_done(
-    result: ev.ToolResult, earlier: Sequence[s.ContentToolCallContent | s.FileEditToolCallContent]
+    result: ev.ToolResult,
+    earlier: Sequence[
+        s.ContentToolCallContent | s.FileEditToolCallContent | s.TerminalToolCallContent
+    ],
 ) -> s.ToolCallProgress:
-    # An update's content replaces the call's: keep the diffs shown while it ran.
+    # An update's content replaces the call's: keep the diffs and terminal shown while it ran.
     return update_tool_call(
         result.call_id,
         status="failed" if result.is_error else "completed",

@@ -19,6 +19,10 @@ from ..rpc.errors import ErrorCode, error_code
 
 log = logging.getLogger(__name__)
 
+CLIENT_FAILURES = (RequestError, ConnectionError, ValidationError, TimeoutError)
+"""What a request to the client can end in besides its answer: an error response,
+a hang-up, an answer the schema rejects, no answer in time."""
+
 P = ParamSpec("P")
 T = TypeVar("T")
 

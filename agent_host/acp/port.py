@@ -3,7 +3,9 @@
 Engine updates become ``session/update`` notifications, sent in log order before
 the prompt they belong to is answered; permission asks become
 ``session/request_permission``. A client that errs, hangs up or cancels the
-request rejects the call, never approves it.
+request rejects the call, never approves it. Sessions work through a
+:class:`~.client_files.ClientWorkspace`: the client's files and terminal where
+its capabilities offer them, else the disk.
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from acp import Client, RequestError
+from acp import Client
 from acp import schema as s
 from acp.helpers import update_agent_message_text, update_agent_thought_text
-from pydantic import ValidationError
 
 from ..session import events as ev
 from ..session.approval import Decision, PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.model import TextDelta
 from ..session.workspace import DiskWorkspace, Workspace
+from .client_files import ClientWorkspace
+from .errors import CLIENT_FAILURES
 from .tool_calls import ToolCalls
 
 if TYPE_CHECKING:
@@ -42,12 +45,15 @@ class AcpPort:
     """``service.ClientPort`` over an ACP connection.
 
     ``conn`` is set when the SDK connects, ``service`` once the service that
-    holds this port is made (each needs the other).
+    holds this port is made (each needs the other), ``client_capabilities`` at
+    initialize (after the server folder's workspace was made: it reads them at
+    call time).
     """
 
     def __init__(self) -> None:
         self.conn: Client | None = None
         self.service: SessionService | None = None
+        self.client_capabilities: s.ClientCapabilities | None = None
         self._calls: ToolCalls | None = None
 
     @property
@@ -58,7 +64,13 @@ class AcpPort:
         return self._calls
 
     def workspace(self, roots: list[Path]) -> Workspace:
-        return DiskWorkspace(roots)
+        return ClientWorkspace(DiskWorkspace(roots), self)
+
+    async def terminal_started(self, session_id: str, terminal_id: str) -> None:
+        """Show a running command's terminal in its tool call."""
+        update = self.calls.terminal(session_id, terminal_id)
+        if update is not None:
+            await self.notify(session_id, update)
 
     def root(self, session_id: str) -> Path:
         """The folder the session runs in: tool paths are relative to it."""
@@ -130,7 +142,7 @@ class AcpPort:
             response = await self.conn.request_permission(
                 session_id=request.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
-        except (RequestError, ConnectionError, ValidationError) as exc:
+        except CLIENT_FAILURES as exc:
             log.warning("permission for %s: the client answered %s: rejected", request.tool, exc)
             return "reject_once"
         outcome = response.outcome

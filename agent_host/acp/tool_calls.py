@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 DIFF_LIMIT = 1_000_000
 """Bytes: a file larger than this (before or after) is not shown as a diff."""
 
-Content = s.ContentToolCallContent | s.FileEditToolCallContent
+Content = s.ContentToolCallContent | s.FileEditToolCallContent | s.TerminalToolCallContent
 
 
 @attrs.define
@@ -59,6 +59,19 @@ class ToolCalls:
         if before is _BINARY or after is _BINARY or after is None:
             return None
         current.content.append(convert.diff_content(root, snapshot.path, before, after))
+        return s.ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=current.call.call_id,
+            status="in_progress",
+            content=list(current.content),
+        )
+
+    def terminal(self, session_id: str, terminal_id: str) -> s.ToolCallProgress | None:
+        """The running call (a run_command) with the client terminal it runs in."""
+        current = self.current(session_id)
+        if current is None:
+            return None
+        current.content.append(s.TerminalToolCallContent(type="terminal", terminal_id=terminal_id))
         return s.ToolCallProgress(
             session_update="tool_call_update",
             tool_call_id=current.call.call_id,

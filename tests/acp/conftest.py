@@ -61,16 +61,20 @@ Spawn = Callable[..., Any]
 @pytest.fixture
 def spawn(tmp_path: Path, workspace: Path) -> Spawn:
     """``async with spawn(steps, "--approval", "auto") as (conn, client)``: an
-    initialized agent on the scripted model, over the test's one store."""
+    initialized agent on the scripted model, over the test's one store; with
+    ``client`` (a RecordingClient) and the ``capabilities`` it initializes with."""
     script = tmp_path / "script.json"
 
     @asynccontextmanager
     async def start(
-        steps: list[dict] | None = None, *args: str
+        steps: list[dict] | None = None,
+        *args: str,
+        client: RecordingClient | None = None,
+        capabilities: s.ClientCapabilities | None = None,
     ) -> AsyncIterator[tuple[Any, RecordingClient]]:
         if steps is not None:
             script.write_text(json.dumps({"steps": steps}))
-        client = RecordingClient()
+        client = client or RecordingClient()
         command = [
             "-m",
             "agent_host",
@@ -89,7 +93,9 @@ def spawn(tmp_path: Path, workspace: Path) -> Spawn:
             transport_kwargs={"stderr": None},  # the agent's log goes to pytest's capture
             use_unstable_protocol=True,
         ) as (conn, _process):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
+            )
             yield conn, client
 
     return start
@@ -101,3 +107,12 @@ async def new_session(conn: Any, workspace: Path) -> str:
 
 async def say(conn: Any, session_id: str, text: str) -> s.PromptResponse:
     return await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+
+
+def results(client: RecordingClient, session_id: str) -> list[str]:
+    """The text of each finished tool call's output, in order."""
+    return [
+        u.content[-1].content.text
+        for u in client.of("tool_call_update", session_id)
+        if u.status in ("completed", "failed")
+    ]
