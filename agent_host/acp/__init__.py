@@ -7,6 +7,8 @@ session service, by seam:
 - ``agent``: the method handlers (initialize, session/*, extension methods)
 - ``port``: the client port: engine updates as session/update, permission asks
 - ``tool_calls``: a running turn's tool calls as ACP shows them, with diffs
+- ``client_files``: the sessions' workspace: the client's files where it offers them
+- ``terminal``: run_command in the client's terminal, where it offers one
 - ``commands``: slash commands and the ``_agent-host/*`` extension methods
 - ``convert``: engine values as ACP values and back, plain functions
 - ``errors``: engine errors as JSON-RPC errors, in one place
