@@ -10,6 +10,7 @@ its capabilities offer them, else the disk.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -148,4 +149,9 @@ class AcpPort:
         outcome = response.outcome
         if isinstance(outcome, s.AllowedOutcome) and outcome.option_id in DECISIONS:
             return outcome.option_id  # type: ignore[return-value]
-        return "reject_once"  # cancelled by the client, or an option we did not offer
+        if getattr(outcome, "outcome", None) == "cancelled":
+            # ACP: a client answers "cancelled" after it sent session/cancel, and the
+            # prompt must end cancelled. The notification may not have been handled
+            # yet (the SDK runs it in its own task): the turn ends here, as a cancel.
+            raise asyncio.CancelledError
+        return "reject_once"  # an option we did not offer

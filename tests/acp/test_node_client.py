@@ -38,8 +38,7 @@ EXPECTED = (
     "ask mode: a permission request answered allow_once writes the file",
     "ask mode: a permission request answered reject_once leaves the file unwritten",
     "session/cancel during a slow step ends the turn with stopReason cancelled",
-    # Skipped in the suite for an agent defect (turns.test.mjs says which):
-    # "session/cancel while a permission request is pending: cancelled, file unwritten",
+    "session/cancel while a permission request is pending: cancelled, file unwritten",
     "session/load in a new agent process replays the conversation before answering",
     "session/list lists the stored sessions, filtered by cwd",
     "an unknown session id is a JSON-RPC error (-32001, or invalid params)",

@@ -181,16 +181,11 @@ test("session/cancel during a slow step ends the turn with stopReason cancelled"
   }
 });
 
-// AGENT DEFECT (skipped until fixed): ACP's cancel flow is "client sends
-// session/cancel, then answers every pending session/request_permission with
-// {outcome: "cancelled"}; the agent MUST answer the session/prompt with
-// stopReason "cancelled"". agent_host/acp/port.py request_permission maps the
-// cancelled outcome to "reject_once" (a plain denial), so the turn goes on to the
-// next model step unless the session/cancel notification -- which the Python SDK
-// runs as a separate task, while the permission answer resolves at once -- wins
-// the race. In about 3 runs of 8 the prompt ends with stopReason "end_turn" and
-// the agent streams the next step's text ("never played").
-test.skip("session/cancel while a permission request is pending: cancelled, file unwritten", async () => {
+// ACP's cancel flow: the client sends session/cancel, then answers every pending
+// session/request_permission with {outcome: "cancelled"}; the agent MUST answer the
+// session/prompt with stopReason "cancelled" -- whichever of the two it handles
+// first (the Python SDK runs the notification in a task of its own).
+test("session/cancel while a permission request is pending: cancelled, file unwritten", async () => {
   const dir = scratch();
   const steps = [{ tool_calls: [WRITE_B] }, { text: "never played" }];
   try {
