@@ -27,6 +27,15 @@ from .port import AcpPort
 
 log = logging.getLogger(__name__)
 
+MODEL_OPTION = "model"
+COMMON_MODELS = (
+    "openai/gpt-4.1",
+    "openai/gpt-4.1-mini",
+    "openai/gpt-5",
+    "anthropic/claude-sonnet-4-5",
+    "anthropic/claude-haiku-4-5",
+)
+
 LIST_PAGE = 50
 """Sessions per session/list page."""
 
@@ -43,6 +52,8 @@ class AcpAgent:
         self.service = service
         self.port = port
         self._tasks: set[asyncio.Task[None]] = set()
+        self._models: dict[str, str] = {}
+        """A model chosen with set_config_option, until the next prompt takes it."""
 
     def on_connect(self, conn: Client) -> None:
         self.port.conn = conn
@@ -90,7 +101,9 @@ class AcpAgent:
         folder = _folder(cwd)
         sid = await self.service.new(cwd=folder, mcp_servers=convert.mcp_servers(mcp_servers))
         self._after_answer(self._advertise(sid))
-        return s.NewSessionResponse(session_id=sid, modes=self._modes(sid))
+        return s.NewSessionResponse(
+            session_id=sid, modes=self._modes(sid), config_options=await self._config(sid)
+        )
 
     @answers
     async def load_session(
@@ -108,7 +121,9 @@ class AcpAgent:
         for update in convert.replay(timeline, self.port.root(session_id)):
             await self.port.notify(session_id, update)
         await self._advertise(session_id)
-        return s.LoadSessionResponse(modes=self._modes(session_id))
+        return s.LoadSessionResponse(
+            modes=self._modes(session_id), config_options=await self._config(session_id)
+        )
 
     @answers
     async def resume_session(
@@ -124,7 +139,9 @@ class AcpAgent:
             await self.service.resume(session_id, cwd=_folder(cwd))
         await self._use_mcp_servers(session_id, mcp_servers)
         self._after_answer(self._advertise(session_id))
-        return s.ResumeSessionResponse(modes=self._modes(session_id))
+        return s.ResumeSessionResponse(
+            modes=self._modes(session_id), config_options=await self._config(session_id)
+        )
 
     @answers
     async def fork_session(
@@ -141,7 +158,11 @@ class AcpAgent:
         fork_id = await self.service.fork(session_id)
         await self._use_mcp_servers(fork_id, mcp_servers)
         self._after_answer(self._advertise(fork_id))
-        return s.ForkSessionResponse(session_id=fork_id, modes=self._modes(fork_id))
+        return s.ForkSessionResponse(
+            session_id=fork_id,
+            modes=self._modes(fork_id),
+            config_options=await self._config(fork_id),
+        )
 
     @answers
     async def list_sessions(
@@ -172,6 +193,19 @@ class AcpAgent:
         await self.port.notify(session_id, update_current_mode(mode_id))
         return s.SetSessionModeResponse()
 
+    @answers
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> s.SetSessionConfigOptionResponse:
+        if config_id != MODEL_OPTION:
+            raise invalid_params("configId", f"the only option is {MODEL_OPTION!r}")
+        if not isinstance(value, str) or not value.strip():
+            raise invalid_params("value", "must be a model name such as openai/gpt-4.1")
+        await commands.known_session(self.service, session_id)
+        # The next prompt names it; that prompt records it, and later turns keep it.
+        self._models[session_id] = value
+        return s.SetSessionConfigOptionResponse(config_options=await self._config(session_id))
+
     # -- turns
 
     @answers
@@ -187,7 +221,8 @@ class AcpAgent:
             said = await commands.run(self.service, session_id, *command)
             await self.port.notify(session_id, update_agent_message_text(said))
             return s.PromptResponse(stop_reason="end_turn")
-        outcome = await self.service.send(session_id, text, context=context)
+        model = self._models.pop(session_id, None)
+        outcome = await self.service.send(session_id, text, context=context, model=model)
         usage = outcome.result.usage
         return s.PromptResponse(
             stop_reason=convert.stop_reason(outcome.result.stop_reason),
@@ -217,6 +252,22 @@ class AcpAgent:
         log.debug("extension notification _%s ignored", method)
 
     # -- helpers
+
+    async def _config(self, session_id: str) -> list[s.SessionConfigOptionSelect]:
+        """The model, as a session config option: the session's, the server's, and
+        the common ones (any other can be set by name)."""
+        current = self._models.get(session_id) or await self.service.model_of(session_id)
+        choices = dict.fromkeys([current, self.service.model, *COMMON_MODELS])
+        return [
+            s.SessionConfigOptionSelect(
+                id=MODEL_OPTION,
+                name="Model",
+                category="model",
+                type="select",
+                current_value=current,
+                options=[s.SessionConfigSelectOption(value=m, name=m) for m in choices],
+            )
+        ]
 
     def _modes(self, session_id: str) -> s.SessionModeState:
         current = self.service.approval_of(session_id)

@@ -236,6 +236,10 @@ class SessionService:
         """The session's own MCP servers from now on, instead of the server's."""
         await self.host_of(session_id).use_mcp_servers(session_id, servers)
 
+    async def model_of(self, session_id: str) -> str:
+        """The model the session's next turn uses unless another is named."""
+        return await self.host_of(session_id).session_model(session_id)
+
     def set_approval(self, session_id: str, approval: Approval) -> None:
         """Which of the session's tool calls need the user's permission, from now on
         (ACP's session modes)."""

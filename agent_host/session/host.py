@@ -21,6 +21,7 @@ from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .conversation import limit_messages, to_messages
+from .environment import EnvironmentPolicy, as_policy, using_policy
 from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
@@ -30,6 +31,7 @@ from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
 from .workspace import DiskWorkspace, Workspace
+from .workspace.processes import CommandProcesses, tracking
 
 if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
@@ -65,13 +67,20 @@ class AgentHost:
         api_key: str | None = None,
         capture_commands: bool = True,
         mcp_servers: McpConfigs | None = None,
+        shell_environment: EnvironmentPolicy | Mapping[str, Any] | None = None,
     ) -> None:
         self.persistent = sessions
         if not sessions:
             store = "memory:"
         self._owns_store = not hasattr(store, "append")
         self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
-        self.workspace = workspace or DiskWorkspace([Path(workdir or os.getcwd())])
+        self.shell_environment = as_policy(shell_environment)
+        """What commands and MCP servers started in this host's turns see of
+        os.environ (ShellEnvironmentError for a bad JSON form)."""
+        self._processes = CommandProcesses()
+        self.workspace = workspace or DiskWorkspace(
+            [Path(workdir or os.getcwd())], environment=self.shell_environment
+        )
         self.model = provider.model if provider else model
         self.approval = check_approval(approval)
         self._permission = permission
@@ -180,6 +189,11 @@ class AgentHost:
         await self.store.append(fork_id, events, expected_head=0)
         return fork_id
 
+    async def session_model(self, session_id: str) -> str:
+        """The model the session's next turn uses unless another is named."""
+        state = await self._state(check_session_id(session_id))
+        return _session_model(state.timeline) or self.model
+
     def set_approval(self, session_id: str, approval: Approval) -> None:
         """The session's approval policy from its next tool call on (answers the
         user gave "always" are kept)."""
@@ -276,7 +290,10 @@ class AgentHost:
         )
         async with self.store.turn_lease(sid):
             await _finish_pending(state, self.workspace)
-            return await run_turn(state, prompt, settings)
+            # Set for this turn's task only: the workspace (whoever made it) and
+            # the MCP servers the turn starts read them.
+            with using_policy(self.shell_environment), tracking(self._processes):
+                return await run_turn(state, prompt, settings)
 
     # -- restore
 
@@ -390,6 +407,8 @@ class AgentHost:
         for task in list(self._turns.values()):
             task.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
+        # What commands left running in sessions of their own ends with the host.
+        await asyncio.to_thread(self._processes.close)
         await self._resources.close()
         if self._owns_store:
             await self.store.close()

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 
+import acp
 import pytest
 
 from .conftest import new_session, say
@@ -139,3 +140,26 @@ async def test_bad_params_are_answered_with_the_field_named(tmp_path, workspace)
     assert answers[1]["error"]["data"]["errors"][0]["loc"] == ["cwd"]
     assert "cwd" in answers[2]["error"]["message"]
     assert "seq" in answers[5]["error"]["message"]
+
+
+async def test_the_model_is_a_session_config_option(spawn, workspace, tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"steps": [{"text": "from the other model"}] * 4}))
+    chosen = f"scripted:{other}"
+    async with spawn([{"text": "from the first model"}] * 4) as (conn, client):
+        new = await conn.new_session(cwd=str(workspace))
+        [option] = new.config_options
+        first = option.current_value
+        assert first.startswith("scripted:") and first != chosen
+        sid = new.session_id
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("hi")])
+        assert client.text(sid) == "from the first model"
+        answer = await conn.set_config_option(config_id="model", session_id=sid, value=chosen)
+        [option] = answer.config_options
+        assert option.id == "model" and option.current_value == chosen
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("switch")])
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("and again")])
+        assert client.text(sid).endswith("from the other modelfrom the other model")
+        with pytest.raises(acp.RequestError) as bad:
+            await conn.set_config_option(config_id="temperature", session_id=sid, value="hot")
+        assert bad.value.code == -32602
