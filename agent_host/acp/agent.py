@@ -20,7 +20,7 @@ from acp.helpers import update_agent_message_text, update_current_mode
 from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
-from . import commands, convert
+from . import auth, commands, convert
 from .client_files import acting_for
 from .errors import answers, invalid_params
 from .port import AcpPort
@@ -84,9 +84,13 @@ class AcpAgent:
         return s.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=capabilities,
-            auth_methods=[],
+            auth_methods=auth.auth_methods(self.service.model),
             agent_info=s.Implementation(name="agent-host", version=__version__),
         )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> s.AuthenticateResponse:
+        auth.authenticate(self.service.model, method_id)
+        return s.AuthenticateResponse()
 
     # -- sessions
 
@@ -99,6 +103,7 @@ class AcpAgent:
         **kwargs: Any,
     ) -> s.NewSessionResponse:
         folder = _folder(cwd)
+        auth.require_key(self.service.model)
         sid = await self.service.new(cwd=folder, mcp_servers=convert.mcp_servers(mcp_servers))
         self._after_answer(self._advertise(sid))
         return s.NewSessionResponse(

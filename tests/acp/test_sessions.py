@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 
 import acp
 import pytest
 
-from .conftest import new_session, say
+from .conftest import RecordingClient, new_session, say
 
 TWO_TURNS = [
     {
@@ -163,3 +164,21 @@ async def test_the_model_is_a_session_config_option(spawn, workspace, tmp_path):
         with pytest.raises(acp.RequestError) as bad:
             await conn.set_config_option(config_id="temperature", session_id=sid, value="hot")
         assert bad.value.code == -32602
+
+
+async def test_a_model_without_its_key_asks_for_authentication(tmp_path, workspace):
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    client = RecordingClient()
+    command = ["-m", "agent_host", "acp", "--model", "openai/gpt-4.1-mini",
+               "--store", str(tmp_path / "store")]  # fmt: skip
+    async with acp.spawn_agent_process(
+        client, sys.executable, *command, cwd=workspace, env=env, use_unstable_protocol=True
+    ) as (conn, _process):
+        hello = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        [method] = hello.auth_methods
+        assert method.id == "env:OPENAI_API_KEY" and "OPENAI_API_KEY" in method.description
+        with pytest.raises(acp.RequestError) as refused:
+            await conn.new_session(cwd=str(workspace))
+        assert refused.value.code == -32000
+        with pytest.raises(acp.RequestError, match="OPENAI_API_KEY is not set"):
+            await conn.authenticate(method_id=method.id)
