@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import acp
 import pytest
@@ -181,3 +182,40 @@ async def test_embedded_resources_and_links_reach_the_prompt(spawn, workspace):
     [prompt] = [u.content.text for u in client.of("user_message_chunk")]
     assert prompt.startswith("summarise\n[@a.py](file://")
     assert f"<context uri={uri!r}>\nthe notes\n</context>" in prompt
+
+
+@pytest.mark.slow
+async def test_cancels_at_random_moments_leave_every_turn_closed(spawn, workspace):
+    """A turn of writes, a command and slow text, cancelled at a random moment, eight
+    times over one session: each prompt answers, the log stays whole (every tool call
+    answered, files and checkpoints consistent), and the session goes on."""
+    rng = random.Random(12)
+    turn = [
+        {"text": "one", "delay_ms": 40,
+         "tool_calls": [{"name": "write_file", "arguments": {"path": "w.txt", "content": "1\n"}}]},
+        {"text": "two", "delay_ms": 40,
+         "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 0.2; echo hi"}}]},
+        {"text": "three, slowly", "delay_ms": 300},
+    ]  # fmt: skip
+    async with spawn(turn * 40, "--approval", "auto") as (conn, client):
+        sid = await new_session(conn, workspace)
+        stops = []
+        for attempt in range(8):
+            prompt = asyncio.create_task(say(conn, sid, f"attempt {attempt}"))
+            await asyncio.sleep(rng.uniform(0, 0.7))
+            await conn.cancel(session_id=sid)
+            stops.append((await asyncio.wait_for(prompt, 20)).stop_reason)
+        assert set(stops) <= {"cancelled", "end_turn"} and "cancelled" in stops
+        client.updates.clear()
+        await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        calls = {u.tool_call_id for u in client.of("tool_call", sid)}
+        finished = {
+            u.tool_call_id
+            for u in client.of("tool_call_update", sid)
+            if u.status in ("completed", "failed")
+        }
+        assert calls == finished  # every call the log holds has its result
+        prompts = [u.content.text for u in client.of("user_message_chunk", sid)]
+        assert prompts == [f"attempt {i}" for i in range(8)]
+        answer = await say(conn, sid, "still there?")
+        assert answer.stop_reason in ("end_turn", "cancelled")
