@@ -21,6 +21,7 @@ from pygls.protocol import (
 from .. import __version__
 from ..rpc import methods
 from ..rpc.errors import ErrorCode, error_code
+from .stdio import INVALID_REQUEST, PARSE_ERROR, REFUSED_KEY
 
 log = logging.getLogger(__name__)
 
@@ -44,40 +45,65 @@ def plain_params_converter():
 
 
 class AgentProtocol(LanguageServerProtocol):
-    """pygls's protocol, answering every request, and advertising the agent.
+    """pygls's protocol, answering every request as JSON-RPC 2.0 asks, and
+    advertising the agent.
 
     pygls structures messages in ``json.loads``'s object hook, which runs on every
     nested object too: params holding an object with a "jsonrpc" key were taken
     for a message, and a request whose params failed to structure was dropped
     unanswered. Here the hook leaves objects as parsed, and the whole message is
-    structured once in ``handle_message``, where a failure can still be answered.
+    checked and structured once in ``handle_message``, where a failure can still
+    be answered: -32700 for a frame the reader refused (stdio.py), -32600 for a
+    message that is no request, notification or response, and -32600 for requests
+    after ``shutdown``. A request without params has ``params: null``.
     """
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         return data
 
     def handle_message(self, message: Any) -> None:
-        if isinstance(message, dict):
-            try:
-                message = super().structure_message(message)
-            except Exception as exc:
-                self._refuse(message, exc)
-                return
-        if not hasattr(message, "jsonrpc"):
-            log.warning("ignored a message that is not a JSON-RPC object: %.200r", message)
+        if isinstance(message, dict) and isinstance(message.get(REFUSED_KEY), dict):
+            refused = message[REFUSED_KEY]
+            self.send_error(None, refused.get("code", PARSE_ERROR), str(refused.get("message")))
             return
-        super().handle_message(message)
+        problem = invalid_message(message)
+        if problem is not None:
+            log.warning("invalid message %.200r: %s", message, problem)
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self.send_error(msg_id if _is_id(msg_id) else None, INVALID_REQUEST, problem)
+            return
+        if "method" in message:
+            if self._shutdown and "id" in message and message["method"] != types.EXIT:
+                self.send_error(
+                    message["id"], INVALID_REQUEST, "the server is shut down: send exit"
+                )
+                return
+            message.setdefault("params", None)  # omitted params are params: null
+        try:
+            structured = super().structure_message(message)
+        except Exception as exc:
+            self._refuse(message, exc)
+            return
+        super().handle_message(structured)
 
     def _refuse(self, message: dict[str, Any], exc: Exception) -> None:
-        msg_id = message.get("id")
         log.warning("unusable message %.200r: %s", message, exc)
-        if msg_id is None or "method" not in message or not isinstance(msg_id, (int, str)):
+        if "id" not in message or "method" not in message:
             return  # a notification or a response: nobody waits for an answer
-        code = ErrorCode.INVALID_PARAMS if "params" in message else ErrorCode.INTERNAL_ERROR
-        error = types.ResponseError(
-            code=int(code), message=f"invalid params for {message.get('method')!r}"
+        method = message["method"]
+        self.send_error(
+            message["id"], int(ErrorCode.INVALID_PARAMS), f"invalid params for {method!r}"
         )
-        self._send_response(msg_id, error=error)
+
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        """An error response; ``msg_id`` None when the request's id is unknown.
+
+        Built here rather than through pygls's ``_send_response``, whose message
+        types cannot carry the null id JSON-RPC asks for then.
+        """
+        self._send_data(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        )
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
@@ -92,6 +118,31 @@ class AgentProtocol(LanguageServerProtocol):
             }
         }
         return result
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def invalid_message(message: Any) -> str | None:
+    """Why ``message`` is no JSON-RPC 2.0 request, notification or response, if not."""
+    if isinstance(message, list):
+        return "batches are not supported: send one message per frame"
+    if not isinstance(message, dict):
+        return "a message is a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'a message has "jsonrpc": "2.0"'
+    if "id" in message and not _is_id(message["id"]):
+        return "an id is a string or an integer"
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return "the method is a string"
+        return None
+    if "id" not in message:
+        return "a message has a method, or is a response with an id"
+    if ("result" in message) == ("error" in message):
+        return "a response has either a result or an error"
+    return None
 
 
 def to_wire(exc: Exception) -> JsonRpcException:

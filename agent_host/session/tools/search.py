@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import re
+import contextlib
 from typing import Any
 
 from ..errors import PathOutsideWorkspace, ToolError
 from .context import ToolContext
 from .files import is_binary, split_lines
+from .regex import PythonPattern, Re2Pattern, compile_pattern
 from .specs import GREP_MAX_FILES, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, LIST_LIMIT
 
 _GLOB_CHARS = frozenset("*?[{\\")
@@ -65,13 +66,7 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> str:
     pattern: str = args["pattern"]
     path: str | None = args.get("path")
     glob: str | None = args.get("glob") or None
-    try:
-        regex = re.compile(pattern)
-    except re.error as e:
-        raise ToolError(
-            f"invalid regular expression {pattern!r}: {e}; it uses Python `re` syntax "
-            "(escape literal characters like ( [ . * + ? with a backslash)"
-        ) from None
+    compiled = compile_pattern(pattern)
     where = ""
     if path is None or path in ("", "."):
         files = await ctx.workspace.list_files(glob, limit=GREP_MAX_FILES + 1)
@@ -90,36 +85,43 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> str:
         files = files[:GREP_MAX_FILES]
         notes.append(f"[searched only the first {GREP_MAX_FILES:,} files; narrow path or glob]")
     matches: list[str] = []
-    for name in files:
-        try:
-            data = await ctx.workspace.read_bytes(name)
-        except (ToolError, PathOutsideWorkspace, OSError):
-            continue  # vanished, unreadable or not a regular file: not worth failing over
-        if not data or is_binary(data):
-            continue
-        room = GREP_MAX_MATCHES + 1 - len(matches)
-        # In a thread: a pathological regex must not stall the event loop.
-        matches += await asyncio.to_thread(_grep_text, regex, name, data, room)
-        if len(matches) > GREP_MAX_MATCHES:
-            matches = matches[:GREP_MAX_MATCHES]
-            notes.append(
-                f"[stopped after {GREP_MAX_MATCHES} matching lines; narrow the pattern, "
-                "path or glob]"
-            )
-            break
+    async with contextlib.AsyncExitStack() as stack:
+        if isinstance(compiled, PythonPattern):
+            await stack.enter_async_context(compiled)
+        for name in files:
+            try:
+                data = await ctx.workspace.read_bytes(name)
+            except (ToolError, PathOutsideWorkspace, OSError):
+                continue  # vanished, unreadable or not a regular file: not worth failing over
+            if not data or is_binary(data):
+                continue
+            room = GREP_MAX_MATCHES + 1 - len(matches)
+            matches += await _grep_file(compiled, name, data, room)
+            if len(matches) > GREP_MAX_MATCHES:
+                matches = matches[:GREP_MAX_MATCHES]
+                notes.append(
+                    f"[stopped after {GREP_MAX_MATCHES} matching lines; narrow the pattern, "
+                    "path or glob]"
+                )
+                break
     if not matches:
         scope = f" (glob {glob!r})" if glob else ""
         return f"No matches for {pattern!r}{where}{scope}." + ("\n" + notes[0] if notes else "")
     return "\n".join(matches + ([""] + notes if notes else []))
 
 
-def _grep_text(regex: re.Pattern[str], name: str, data: bytes, room: int) -> list[str]:
-    found = []
-    for number, line in enumerate(split_lines(data.decode("utf-8", errors="replace")), 1):
-        if regex.search(line):
-            if len(line) > GREP_MAX_LINE_CHARS:
-                line = line[:GREP_MAX_LINE_CHARS] + " [...]"
-            found.append(f"{name}:{number}:{line}")
-            if len(found) >= room:
-                break
-    return found
+async def _grep_file(
+    compiled: Re2Pattern | PythonPattern, name: str, data: bytes, room: int
+) -> list[str]:
+    if isinstance(compiled, Re2Pattern):
+        # In a thread: RE2 releases the GIL, so the event loop runs meanwhile.
+        hits = await asyncio.to_thread(compiled.hits, data, room)
+        return [_shown(name, n, line.decode("utf-8", errors="replace")) for n, line in hits]
+    lines = split_lines(data.decode("utf-8", errors="replace"))
+    return [_shown(name, n, lines[n - 1]) for n in await compiled.hits(lines, room)]
+
+
+def _shown(name: str, number: int, line: str) -> str:
+    if len(line) > GREP_MAX_LINE_CHARS:
+        line = line[:GREP_MAX_LINE_CHARS] + " [...]"
+    return f"{name}:{number}:{line}"
