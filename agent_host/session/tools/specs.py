@@ -136,8 +136,10 @@ TOOL_SPECS: list[ToolSpec] = [
     ToolSpec(
         name="grep",
         description=(
-            "Search the content of text files with a Python regular expression (`re` "
-            "syntax; case-sensitive unless it starts with `(?i)`; matched line by line). "
+            "Search the content of text files with a regular expression (RE2 syntax, "
+            "which runs in linear time: `\\w`, `\\d`, `\\b` are ASCII; lookarounds and "
+            "backreferences fall back to Python `re` under a time limit; case-sensitive "
+            "unless it starts with `(?i)`; matched line by line). "
             "Searches the files under `path` (a directory or one file; default the whole "
             "workspace) that .gitignore does not exclude, optionally only those matching "
             "the glob `glob` (as in list_files, relative to `path`, e.g. `*.py`). Prints "
