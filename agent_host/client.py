@@ -92,12 +92,15 @@ class AgentClient:
         on_message: Callable[[str], None] | None = None,
         command: list[str] | None = None,
         mcp_servers: list[dict[str, Any]] | None = None,
+        shell_environment: dict[str, Any] | None = None,
     ) -> None:
         self.options: dict[str, Any] = {
             k: v for k, v in {"store": store, "model": model, "approval": approval}.items() if v
         }
         if mcp_servers:
             self.options["mcpServers"] = mcp_servers
+        if shell_environment is not None:
+            self.options["shellEnvironment"] = shell_environment
         self.workspace = Path(workspace or os.getcwd()).resolve()
         self.verbose = verbose
         self.on_event = on_event

@@ -125,7 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         'it, {"mcpServers": {"NAME": {"command": ..., "args": [...], "env": {...}}}} '
         '(or {"url": ..., "headers": {...}} for a streamable HTTP server)',
     )
-    run_parser.set_defaults(check=check_run, mcp_servers=None)
+    run_parser.add_argument(
+        "--shell-env",
+        metavar="FILE",
+        help="what of the environment commands and MCP servers see (default: all but "
+        "*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* and the model keys): JSON "
+        '{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME: value}}',
+    )
+    run_parser.set_defaults(check=check_run, mcp_servers=None, shell_environment=None)
 
     sessions_parser = add(
         "sessions", "list stored sessions, newest first", sessions, [verbose, store]

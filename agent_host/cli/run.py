@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 from typing import Any
@@ -45,6 +46,28 @@ def check_run(args: argparse.Namespace) -> str | None:
             args.mcp_servers = [wire_server(c) for c in load_config_file(args.mcp_config)]
         except McpConfigError as exc:
             return str(exc)
+    if args.shell_env:
+        problem = _load_shell_env(args)
+        if problem:
+            return problem
+    return None
+
+
+def _load_shell_env(args: argparse.Namespace) -> str | None:
+    """--shell-env FILE read and checked here, so a bad file is a usage error."""
+    from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
+
+    try:
+        with open(args.shell_env, encoding="utf-8") as f:
+            data = json.load(f)
+        EnvironmentPolicy.from_json(data, where=args.shell_env)
+    except OSError as exc:
+        return f"cannot read --shell-env {args.shell_env}: {exc.strerror or exc}"
+    except json.JSONDecodeError as exc:
+        return f"--shell-env {args.shell_env} is not JSON: {exc}"
+    except ShellEnvironmentError as exc:
+        return f"--shell-env: {exc}"
+    args.shell_environment = data
     return None
 
 
@@ -70,7 +93,11 @@ async def run(args: argparse.Namespace) -> int:
     out = JsonPrinter() if args.json else TextPrinter()
     turn = _Turn(args, out)
     client = make_client(
-        args, approval=args.approve, on_event=out.event, on_permission=turn.ask_permission
+        args,
+        approval=args.approve,
+        on_event=out.event,
+        on_permission=turn.ask_permission,
+        shell_environment=args.shell_environment,
     )
     turn.client = client
     loop = asyncio.get_running_loop()

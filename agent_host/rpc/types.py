@@ -30,6 +30,11 @@ class InitializationOptions:
     """MCP servers whose tools every session's turns are offered, in ACP's
     McpServer shape: ``{"name", "command", "args", "env": [{"name", "value"}]}``
     or ``{"type": "http", "name", "url", "headers": [{"name", "value"}]}``."""
+    shell_environment: dict[str, Any] | None = None
+    """What of the server's environment commands and MCP servers see:
+    ``{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME:
+    value}}``. Default: all of it but names like ``*KEY*``, ``*TOKEN*``,
+    ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*`` and the model providers' keys."""
 
 
 @attrs.define

@@ -29,6 +29,7 @@ from ..service import SessionService
 from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
+from ..session.environment import ShellEnvironmentError
 from ..session.model import TextDelta
 from ..session.workspace import DiskWorkspace, Workspace
 from .editor import EditorWorkspace
@@ -189,7 +190,10 @@ def create_server() -> AgentServer:
                 approval=options.approval,
                 roots=roots,
                 mcp_servers=options.mcp_servers,
+                shell_environment=options.shell_environment,
             )
+        except ShellEnvironmentError as exc:
+            raise to_wire(InvalidParams(f"initializationOptions.{exc}")) from None
         except OSError as exc:  # a workspace or store folder that cannot be used
             raise to_wire(InvalidParams(f"cannot start: {exc}")) from None
         except Exception as exc:  # a store URL no backend knows, a bad price table

@@ -17,6 +17,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__
+from ..environment import current_policy
 from .config import McpServerConfig, safe_url
 
 if TYPE_CHECKING:
@@ -177,7 +178,9 @@ class McpConnection:
             params = StdioServerParameters(
                 command=config.command or "",
                 args=list(config.args),
-                env=dict(config.env) or None,
+                # The host's command environment policy (secrets out), its own env
+                # over it. (The SDK adds HOME, PATH, ... back if a policy dropped them.)
+                env={**current_policy.get().environment(), **dict(config.env)},
                 cwd=config.cwd,
             )
             return await stack.enter_async_context(stdio_client(params, errlog=self._stderr))

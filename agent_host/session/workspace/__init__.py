@@ -11,7 +11,8 @@ an editor, where an ``EditorWorkspace`` sends writes through LSP
 - :mod:`.dirfd`: opening a path under a root one folder at a time, never through
   a symlink, so a folder swapped for one mid-write cannot redirect the write.
 - :mod:`.listing`: the .gitignore-aware file walk and glob matching.
-- :mod:`.shell`: running commands in their own process group.
+- :mod:`.shell`: running commands in their own session, under the environment policy.
+- :mod:`.processes`: ending what a command left running, finding what it detached.
 """
 
 from .base import (

@@ -32,6 +32,9 @@ class CommandResult:
     """stdout and stderr as they interleaved, cut in the middle if too long."""
     timed_out: bool = False
     truncated: bool = False
+    detached: list[int] = attrs.field(factory=list)
+    """Pids of processes the command started that made a session of their own
+    (``setsid``) and so were left running when it ended."""
 
 
 class Workspace(Protocol):

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 from ..blobs import blob_id
+from ..environment import EnvironmentPolicy
 from ..errors import FileChanged, PathChanged, PathOutsideWorkspace, ToolError
 from .base import CommandResult, IfContent
 from .dirfd import (
@@ -40,7 +41,12 @@ starts inherit it."""
 class DiskWorkspace:
     """A :class:`~.base.Workspace` over plain folders on this machine."""
 
-    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+    def __init__(
+        self,
+        roots: Sequence[str | os.PathLike[str]],
+        *,
+        environment: EnvironmentPolicy | None = None,
+    ) -> None:
         if not roots:
             raise ValueError("a workspace needs at least one root folder")
         resolved = []
@@ -50,6 +56,9 @@ class DiskWorkspace:
                 raise NotADirectoryError(f"workspace root {root} is not a directory")
             resolved.append(real)
         self.roots: list[Path] = resolved
+        self.environment = environment
+        """The policy commands run under (None: the one of the host whose turn
+        runs them, else the default), applied to os.environ at each call."""
 
     def __repr__(self) -> str:
         return f"DiskWorkspace({[str(r) for r in self.roots]})"
@@ -140,7 +149,8 @@ class DiskWorkspace:
     async def run_command(
         self, command: str, timeout: float = 120.0, max_output: int = 30_000
     ) -> CommandResult:
-        return await run_shell(command, self.roots[0], timeout, max_output)
+        env = None if self.environment is None else self.environment.environment()
+        return await run_shell(command, self.roots[0], timeout, max_output, env=env)
 
 
 def _check_regular(st: os.stat_result, shown: str) -> None:

@@ -1,33 +1,47 @@
-"""run_shell: a command under ``/bin/sh -c`` in its own process group, output capped."""
+"""run_shell: a command under ``/bin/sh -c`` in a session of its own, its environment
+under the policy in force, output capped; nothing it started outlives the call."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
+import secrets
 import subprocess
-from contextlib import suppress
+from collections.abc import Mapping
 from pathlib import Path
 
+from ..environment import current_policy
+from . import processes as procs
 from .base import CommandResult
 
 # How long output may keep flowing after the shell exits (a background child holding
-# the pipe) before what is left of the process group is killed.
+# the pipe) before what is left of the command is ended.
 _PIPE_GRACE = 1.0
 
 
 async def run_shell(
-    command: str, cwd: Path, timeout: float = 120.0, max_output: int = 30_000
+    command: str,
+    cwd: Path,
+    timeout: float = 120.0,
+    max_output: int = 30_000,
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """Run ``command`` under ``/bin/sh -c`` in its own process group.
+    """Run ``command`` under ``/bin/sh -c`` in a session (and process group) of its own.
 
-    The group -- the shell and everything it started -- is killed on timeout, when
-    the awaiting task is cancelled, and when children still hold the output pipe
-    open after the shell exited; so no command outlives its call unless it
-    detached itself on purpose (its own session, output redirected).
+    ``env``: the command's environment (default: this process's under the policy
+    in force, :data:`~..environment.current_policy`). The session -- the shell
+    and everything it started -- is killed on timeout and when the awaiting task
+    is cancelled; when the shell exits, what is left of it is ended (SIGTERM,
+    then SIGKILL) once the output pipe closes or after a grace. A process that
+    made a session of its own (``setsid``) is left running and reported in
+    ``detached``; the host whose turn ran the command ends it when it closes.
     """
     loop = asyncio.get_running_loop()
     capture = _Capture(max_output)
+    token = secrets.token_hex(8)
+    environ = dict(current_policy.get().environment() if env is None else env)
+    environ[procs.MARKER] = token
+    since = procs.now_ticks()
     # A protocol rather than asyncio.subprocess: Process.wait() also waits for the
     # pipes to close, which a background child can hold open for ever.
     transport, protocol = await loop.subprocess_exec(
@@ -36,44 +50,50 @@ async def run_shell(
         "-c",
         command,
         cwd=cwd,
+        env=environ,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    pgid = transport.get_pid()
+    # The shell leads its session and group, so its pid is both their ids.
+    session = transport.get_pid()
+    tracker = procs.current_processes.get()
+    if tracker is not None:
+        tracker.running.add(session)
     timed_out = False
+    detached: list[procs.Detached] = []
     try:
         done, _ = await asyncio.wait({protocol.exited}, timeout=timeout)
         if not done:
             timed_out = True
-            _kill_group(pgid)
+            procs.kill_session(session)
             await protocol.exited
         done, _ = await asyncio.wait({protocol.output_closed}, timeout=_PIPE_GRACE)
+        detached = await asyncio.to_thread(procs.end_session, session, token, since)
         if not done:
-            _kill_group(pgid)
-            # Anything that escaped the group (its own setsid) and still holds the
-            # pipe is abandoned here: close() below drops our end.
+            # Anything that escaped the session and still holds the pipe is
+            # abandoned here: close() below drops our end.
             await asyncio.wait({protocol.output_closed}, timeout=_PIPE_GRACE)
     except BaseException:
-        _kill_group(pgid)
+        procs.kill_session(session)
         raise
     finally:
         transport.close()
+        if tracker is not None:
+            tracker.running.discard(session)
+            tracker.detached.extend(detached)
     output, truncated = capture.render()
+    if detached:
+        pids = ", ".join(str(d.pid) for d in detached)
+        output += f"\n[left running in a session of its own (setsid): pid {pids}]\n"
     return CommandResult(
         exit_code=None if timed_out else transport.get_returncode(),
         output=output,
         timed_out=timed_out,
         truncated=truncated,
+        detached=[d.pid for d in detached],
     )
-
-
-def _kill_group(pgid: int) -> None:
-    # The shell leads its group (start_new_session), so its pid is the group id;
-    # the kernel does not hand out a pid still in use as a group id.
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 class _ShellProtocol(asyncio.SubprocessProtocol):
