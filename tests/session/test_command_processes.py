@@ -97,7 +97,14 @@ async def test_late_output_of_a_background_child_is_still_captured(ws):
 async def test_a_setsid_process_is_reported_detached_and_ended_with_the_tracker(ws):
     processes = CommandProcesses()
     with tracking(processes):
-        result = await ws.run_command("setsid sleep 1007 >/dev/null 2>&1 & echo $!")
+        # Waits until the child is a session leader (its sid is its pid): a command
+        # whose shell exits before the child's setsid() ran would have it ended with
+        # the rest of its session, not reported detached.
+        result = await ws.run_command(
+            "setsid sleep 1007 >/dev/null 2>&1 & p=$!; "
+            "while [ \"$(cut -d' ' -f6 /proc/$p/stat)\" != \"$p\" ]; do sleep 0.01; done; "
+            "echo $p"
+        )
     pid = int(result.output.split()[0])
     try:
         assert result.detached == [pid] and alive(pid)
