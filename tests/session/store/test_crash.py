@@ -27,7 +27,7 @@ import pytest
 from agent_host.session import CorruptLogError
 from agent_host.session.events import AssistantMessage, ToolCall, UserPrompt
 
-from ...conftest import make_backend
+from ...conftest import BACKENDS, make_backend
 from ._writer import batch, tag_of
 from .logs import content, write_at_content_end
 
@@ -227,16 +227,15 @@ async def cancel_memory(backend, seed: int) -> None:
     print(f"memory: {ROUNDS} cancellations, {len(acked)} acknowledged batches")
 
 
+# Not on in-memory SQLite: it dies only with this process, and an append goes on in
+# its worker thread after its task is cancelled, so there is no writer to kill (the
+# sqlite backend kills one).
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 async def test_killed_writer_leaves_whole_batches_and_every_ack(backend, tmp_path):
     """25 times in a row a writer appending 2-4 event batches (some ~64 KB) is killed
     (SIGKILL; memory: task cancelled) at a random moment. After each: seqs are 1..head,
     every batch is whole, every acknowledged append is there at the head it returned,
     the file store's list() shows the right head, and the log takes the next append."""
-    if backend.name == "sqlite-memory":
-        pytest.skip(
-            "in-memory SQLite dies only with this process, and an append goes on in its "
-            "worker thread after its task is cancelled: no writer to kill (sqlite kills one)"
-        )
     seed = crash_seed()
     if backend.durable:
         await crash_durable(backend, tmp_path, seed)
