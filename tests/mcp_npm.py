@@ -10,13 +10,13 @@ need them skip -- unless ``AGENT_HOST_REQUIRE_EDITORS=1`` (CI), where they fail.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
+
+from .node_toolchain import find_node, unavailable
 
 PACKAGES = {
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
@@ -32,21 +32,14 @@ def cache_dir() -> Path:
 
 
 def _unavailable(reason: str) -> None:
-    message = f"the npm MCP servers are not available: {reason}"
-    if os.environ.get("AGENT_HOST_REQUIRE_EDITORS") == "1":
-        pytest.fail(f"{message} (AGENT_HOST_REQUIRE_EDITORS=1)", pytrace=False)
-    pytest.skip(message)
+    unavailable(f"the npm MCP servers are not available: {reason}")
 
 
 def install() -> Path:
     """The folder whose node_modules/.bin holds the servers, installing it if needed."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        _unavailable("node or npm is not on PATH (Debian: apt-get install nodejs npm)")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    found = re.match(r"v(\d+)\.", version.strip())
-    if not found or int(found.group(1)) < MIN_NODE:
-        _unavailable(f"node is {version.strip() or 'of an unknown version'}, needs >= {MIN_NODE}")
+    _node, npm, why = find_node(MIN_NODE)
+    if npm is None:
+        _unavailable(f"{why} (Debian: apt-get install nodejs npm)")
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock", timeout=600):

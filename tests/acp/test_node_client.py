@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ..node_toolchain import find_node as find_node_of
+from ..node_toolchain import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = Path(__file__).resolve().parent / "node"
@@ -50,28 +52,11 @@ EXPECTED = (
 
 def missing_toolchain(reason: str) -> None:
     """Skip, or fail when the environment requires the editors' toolchain (CI)."""
-    message = f"the ACP TypeScript-client tests need Node.js and npm: {reason}; {INSTALL_HINT}"
-    if os.environ.get("AGENT_HOST_REQUIRE_EDITORS") == "1":
-        pytest.fail(f"{message} (AGENT_HOST_REQUIRE_EDITORS=1)", pytrace=False)
-    pytest.skip(message)
+    unavailable(f"the ACP TypeScript-client tests need Node.js and npm: {reason}; {INSTALL_HINT}")
 
 
 def find_node() -> tuple[str | None, str | None, str]:
-    """node and npm, or Nones and why not."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        missing = " and ".join(n for n, p in (("node", node), ("npm", npm)) if p is None)
-        return None, None, f"{missing} not on PATH"
-    try:
-        version = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, None, f"{node} --version failed: {exc}"
-    found = re.match(r"v(\d+)\.", version)
-    if not found or int(found.group(1)) < MIN_NODE:
-        return None, None, f"{node} is {version or 'of an unknown version'}"
-    return node, npm, ""
+    return find_node_of(MIN_NODE)
 
 
 def npm_env() -> dict[str, str]:
