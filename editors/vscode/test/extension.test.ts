@@ -272,6 +272,42 @@ test("List Sessions shows this workspace's sessions, every workspace's on reques
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
 });
 
+test('Restart Server stops the client cleanly: no restart notices, exit code 0 is no error', async () => {
+    const from = ui.output.length;
+    const errorsBefore = ui.messages.filter((m) => m.level === 'error').length;
+    await ui.commands.get('agentHost.restartServer')!();
+    await waitFor(() => ui.output.slice(from).some((l) => /Server process exited with code 0/.test(l)), 'the old server to exit');
+    await ui.commands.get('agentHost.restartServer')!();
+    await waitFor(
+        () => ui.output.slice(from).filter((l) => /Server process exited with code 0/.test(l)).length === 2,
+        'the second server to exit',
+    );
+    const lines = ui.output.slice(from);
+    assert.deepEqual(lines.filter((l) => /got closed|will restart|^\[Error/.test(l)), [], lines.join('\n'));
+    assert.ok(lines.filter((l) => /exited with code 0/.test(l)).every((l) => l.startsWith('[Info')), lines.join('\n'));
+    assert.equal(ui.messages.filter((m) => m.level === 'error').length, errorsBefore);
+    assert.equal(lines.filter((l) => /running \(protocol/.test(l)).length, 2, 'one new server per restart');
+});
+
+test('a serverPath under ~ is looked for in the home folder; a failed start is one error toast', async () => {
+    const other = createFakeVscode(root);
+    other.ui.config = { 'agentHost.serverPath': '~/agent-host-no-such-dir/agent-host' };
+    const second = loadBundle(other.vscode);
+    second.activate(context());
+    try {
+        other.ui.inputs.push('hello');
+        await other.ui.commands.get('agentHost.sendPrompt')!();
+        await new Promise((r) => setTimeout(r, 100)); // a late toast of the client's would land here
+        const errors = other.ui.messages.filter((m) => m.level === 'error').map((m) => m.message);
+        assert.equal(errors.length, 1, errors.join('\n'));
+        assert.ok(errors[0].includes(`${path.join(os.homedir(), 'agent-host-no-such-dir', 'agent-host')} serve`), errors[0]);
+        assert.ok(!errors[0].includes('~/'), errors[0]);
+        assert.equal(errors[0].match(/Agent Host:/g)?.length, 1, errors[0]);
+    } finally {
+        await second.deactivate();
+    }
+});
+
 test('a server that cannot start is reported with what to do', async () => {
     const other = createFakeVscode(root);
     other.ui.config = { 'agentHost.serverPath': path.join(dir, 'no-such', 'agent-host') };
@@ -285,6 +321,7 @@ test('a server that cannot start is reported with what to do', async () => {
             errors.some((m) => /could not start .*no-such\/agent-host serve.*agentHost\.serverPath/.test(m)),
             errors.join('\n'),
         );
+        assert.equal(errors.length, 1, errors.join('\n'));
     } finally {
         await second.deactivate();
     }

@@ -8,7 +8,9 @@ import { MemoryEditor, applyTextEdits, offsetAt, wholeRange } from '../src/proto
 import { errorName } from '../src/protocol/methods';
 import { proposedContent, pyReplace } from '../src/protocol/proposal';
 import { checkpointDetail, conflictsText, listPaths, notCapturedText } from '../src/protocol/restoreText';
-import { initializationOptions, resolveServerCommand } from '../src/protocol/server';
+import { expandHome, initializationOptions, resolveServerCommand } from '../src/protocol/server';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { Transcript, formatCost, toMarkdown } from '../src/protocol/transcript';
 import type { PermissionParams, SessionEvent } from '../src/protocol/types';
 
@@ -168,6 +170,24 @@ describe('server command', () => {
             'serve',
         ]);
         assert.deepEqual(resolveServerCommand({ ...none, serverPath: '  ' }).command, 'python3');
+    });
+
+    test('a leading ~ in serverPath and store is the home folder', () => {
+        const home = os.homedir();
+        const none = { isExecutable: () => false, platform: 'linux' as const };
+        assert.deepEqual(resolveServerCommand({ ...none, serverPath: '~/.venvs/agent-host/bin/agent-host' }), {
+            command: path.join(home, '.venvs/agent-host/bin/agent-host'),
+            args: ['serve'],
+        });
+        assert.deepEqual(resolveServerCommand({ ...none, serverPath: ' ~/venv/bin/python3 ' }), {
+            command: path.join(home, 'venv/bin/python3'),
+            args: ['-m', 'agent_host', 'serve'],
+        });
+        assert.deepEqual(initializationOptions({ store: '~/sessions' }), { store: path.join(home, 'sessions') });
+        assert.deepEqual(initializationOptions({ store: 'sqlite:///x.db' }), { store: 'sqlite:///x.db' });
+        assert.equal(expandHome('~', '/h'), '/h');
+        assert.equal(expandHome('~other/x', '/h'), '~other/x');
+        assert.equal(expandHome('/a/~/b', '/h'), '/a/~/b');
     });
 
     test('initializationOptions leave empty settings to the server', () => {
@@ -337,6 +357,49 @@ describe('Transcript', () => {
         assert.equal(formatCost(undefined), '$—');
         assert.equal(formatCost(0.01234), '$0.0123');
         assert.equal(formatCost(12.5), '$12.50');
+    });
+
+    test('from history with checkpoints: the files each turn changed; refused and cancelled calls are errors', () => {
+        const call = (id: string, name: string, args: Record<string, unknown>) => ({
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+        });
+        const t = Transcript.fromHistory(
+            's',
+            [
+                { role: 'user', content: 'make b' },
+                call('c1', 'write_file', { path: 'b.py', content: 'x' }),
+                { role: 'tool', tool_call_id: 'c1', content: 'Created b.py (1 bytes, 1 lines).' },
+                call('c2', 'edit_file', { path: 'a.py' }),
+                { role: 'tool', tool_call_id: 'c2', content: 'Edited a.py.' },
+                { role: 'assistant', content: 'Done.' },
+                { role: 'user', content: 'change a' },
+                call('c3', 'edit_file', { path: 'a.py' }),
+                { role: 'tool', tool_call_id: 'c3', content: "Permission denied: the user did not allow edit_file (approval policy 'ask')." },
+                call('c4', 'run_command', { command: 'sleep 9' }),
+                { role: 'tool', tool_call_id: 'c4', content: '[cancelled by the user before it finished]' },
+                call('c5', 'run_command', { command: 'false' }),
+                { role: 'tool', tool_call_id: 'c5', content: '(no output)\n\n[exit code 1]' },
+                call('c6', 'run_command', { command: 'true' }),
+                { role: 'tool', tool_call_id: 'c6', content: '(no output)\n\n[exit code 0]' },
+                call('c7', 'read_file', { path: 'z' }),
+                { role: 'tool', tool_call_id: 'c7', content: 'read_file: No such file or directory: z' },
+            ],
+            [
+                { seq: 1, prompt: 'make b', createdAt: '', files: ['b.py', 'a.py'] },
+                { seq: 9, prompt: 'change a', createdAt: '', files: [] },
+            ],
+        );
+        assert.deepEqual(
+            t.entries.map((e) => (e.role === 'file' ? `${e.change}: ${e.path}` : e.role === 'tool' ? `${e.name}${e.isError ? ' !' : ''}` : e.role)),
+            [
+                'user', 'write_file', 'edit_file', 'assistant', 'created: b.py', 'modified: a.py',
+                'user', 'edit_file !', 'run_command !', 'run_command !', 'run_command', 'read_file !',
+            ],
+        );
+        assert.match(toMarkdown('T', t.entries), /\*\*Tool\*\* `edit_file a\.py` \(error\)/);
+        assert.match(toMarkdown('T', t.entries), /\*created: b\.py\*/);
     });
 
     test('a null cost (the server has no price for the model) is unknown, never $0', () => {

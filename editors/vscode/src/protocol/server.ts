@@ -7,6 +7,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -35,6 +36,21 @@ export interface ResolveOptions {
     platform?: NodeJS.Platform;
     /** For tests: whether a file is an executable. */
     isExecutable?: (file: string) => boolean;
+}
+
+/** A leading `~` or `~/` (`~\\` on Windows) as the home folder, as a shell would
+ * expand it: VS Code passes settings as they are, and spawn takes `~` literally. */
+export function expandHome(value: string, home: string = os.homedir()): string {
+    if (!home) {
+        return value;
+    }
+    if (value === '~') {
+        return home;
+    }
+    if (value.startsWith('~/') || value.startsWith('~\\')) {
+        return path.join(home, value.slice(2));
+    }
+    return value;
 }
 
 const PYTHON_NAME = /^python(\d+(\.\d+)*)?(\.exe)?$/i;
@@ -88,7 +104,7 @@ export function which(name: string, options: ResolveOptions = {}): string | unde
  */
 export function resolveServerCommand(options: ResolveOptions = {}): ServerCommand {
     const platform = options.platform ?? process.platform;
-    const serverPath = (options.serverPath ?? '').trim() || DEFAULT_SERVER_PATH;
+    const serverPath = expandHome((options.serverPath ?? '').trim()) || DEFAULT_SERVER_PATH;
     const base = (platform === 'win32' ? path.win32 : path.posix).basename(serverPath);
     if (PYTHON_NAME.test(base)) {
         return { command: serverPath, args: ['-m', 'agent_host', 'serve'] };
@@ -112,7 +128,7 @@ export function initializationOptions(settings: {
 }): InitializationOptions {
     const options: InitializationOptions = {};
     if (settings.store && settings.store.trim()) {
-        options.store = settings.store.trim();
+        options.store = expandHome(settings.store.trim());
     }
     if (settings.model && settings.model.trim()) {
         options.model = settings.model.trim();

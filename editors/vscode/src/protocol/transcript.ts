@@ -4,7 +4,7 @@
  * The chat view renders these; no `vscode` import here.
  */
 
-import type { ChatMessage, SendResult, SessionEvent } from './types';
+import type { ChatMessage, CheckpointInfo, SendResult, SessionEvent } from './types';
 
 export type Entry =
     | { role: 'user'; text: string; seq?: number }
@@ -38,6 +38,31 @@ export interface TranscriptState {
 
 /** How session/history shows a compaction's summary (agent_host/session/conversation.py). */
 export const SUMMARY_PREFIX = 'Summary of the conversation so far:';
+
+/**
+ * Whether a tool result, as session/history gives it (content only, no error
+ * flag), was an error result: the server's texts for a refused call, a cancelled
+ * or interrupted one, arguments that were not JSON, an unknown tool, a tool's
+ * own failure (`NAME: what went wrong`) and a command that failed (its status line).
+ * See agent_host/session/turn.py, conversation.py and tools/dispatch.py.
+ */
+export function isErrorResult(name: string, output: string): boolean {
+    if (
+        output.startsWith('Permission denied:') ||
+        output.startsWith('[cancelled by the user') ||
+        output.startsWith('[tool call interrupted') ||
+        output.startsWith(`The arguments of your ${name} call were not valid JSON`) ||
+        output.startsWith('Unknown tool ') ||
+        (name !== '' && output.startsWith(`${name}: `))
+    ) {
+        return true;
+    }
+    if (name === 'run_command') {
+        const status = /\n\n\[(exit code (-?\d+|None)|timed out after [^\]]*|killed by signal \d+)\]$/.exec(output);
+        return status !== null && status[1] !== 'exit code 0';
+    }
+    return false;
+}
 
 export class Transcript {
     readonly state: TranscriptState;
@@ -197,17 +222,53 @@ export class Transcript {
         this.state.costKnown = true;
     }
 
-    /** A transcript rebuilt from `session/history` (OpenAI chat messages). */
-    static fromHistory(sessionId: string, messages: readonly ChatMessage[]): Transcript {
+    /**
+     * A transcript rebuilt from `session/history` (OpenAI chat messages) and, when
+     * given, `session/checkpoints`: each checkpoint's files are shown after its
+     * prompt's turn ("created" when the turn's write_file created it, else
+     * "modified"), as the live chat showed them.
+     */
+    static fromHistory(
+        sessionId: string,
+        messages: readonly ChatMessage[],
+        checkpoints: readonly CheckpointInfo[] = [],
+    ): Transcript {
         const t = new Transcript(sessionId);
         t.state.costKnown = false;
         const calls = new Map<string, Extract<Entry, { role: 'tool' }>>();
+        // checkpoints pair with the user prompts, in order; a compaction may have
+        // taken the first prompts away, so a checkpoint is matched on its text
+        const pending = [...checkpoints].sort((a, b) => a.seq - b.seq);
+        let turnFiles: CheckpointInfo | undefined;
+        let turnStart = 0;
+        const endTurn = () => {
+            if (!turnFiles) {
+                return;
+            }
+            const created = new Set<string>();
+            for (const e of t.state.entries.slice(turnStart)) {
+                if (e.role === 'tool' && e.name === 'write_file' && !e.isError && e.output?.startsWith('Created ')) {
+                    created.add(String(e.arguments.path ?? ''));
+                }
+            }
+            for (const file of turnFiles.files) {
+                t.state.entries.push({ role: 'file', path: file, change: created.has(file) ? 'created' : 'modified' });
+            }
+            turnFiles = undefined;
+        };
         for (const message of messages) {
             const content = typeof message.content === 'string' ? message.content : '';
             if (message.role === 'user' && content.startsWith(SUMMARY_PREFIX)) {
                 t.info(content); // a compaction's summary stands in for older messages
             } else if (message.role === 'user') {
+                endTurn();
+                const at = pending.findIndex((c) => c.prompt === content || (c.prompt !== '' && content.startsWith(c.prompt)));
+                if (at >= 0) {
+                    turnFiles = pending[at];
+                    pending.splice(0, at + 1);
+                }
                 t.state.entries.push({ role: 'user', text: content });
+                turnStart = t.state.entries.length;
             } else if (message.role === 'assistant') {
                 if (content) {
                     t.state.entries.push({ role: 'assistant', text: content, streaming: false });
@@ -235,9 +296,11 @@ export class Transcript {
                 const entry = calls.get(String(message.tool_call_id ?? ''));
                 if (entry) {
                     entry.output = content;
+                    entry.isError = isErrorResult(entry.name, content);
                 }
             }
         }
+        endTurn();
         return t;
     }
 }

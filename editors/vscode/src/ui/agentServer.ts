@@ -5,6 +5,8 @@
 
 import * as vscode from 'vscode';
 import {
+    CloseAction,
+    ErrorAction,
     LanguageClient,
     State,
     type LanguageClientOptions,
@@ -27,8 +29,31 @@ export interface ServerHooks {
     onStateChange(): void;
 }
 
+/**
+ * The language client, quieter where this extension speaks for itself: a start
+ * that fails is reported once, by AgentServer (not also by the client's own
+ * "couldn't create connection" toast), and a server that exits with code 0 after
+ * a stop this extension asked for is logged as such, not as an error.
+ */
+class AgentClient extends LanguageClient {
+    /** Set when AgentServer stops this client on purpose. */
+    stopRequested = false;
+
+    override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+        if (this.stopRequested && /^(Server process exited with (code 0|signal)|Connection to server got closed)\b/.test(message)) {
+            this.info(message, data, false);
+            return;
+        }
+        if (/couldn't create connection to server/.test(message)) {
+            super.error(message, data, false);
+            return;
+        }
+        super.error(message, data, showNotification);
+    }
+}
+
 export class AgentServer {
-    private client: LanguageClient | undefined;
+    private client: AgentClient | undefined;
     private api: AgentApi | undefined;
     private starting: Promise<AgentApi> | undefined;
     /** What belongs to the running client, disposed with it. */
@@ -84,9 +109,25 @@ export class AgentServer {
                 approval: config.get<string>('approval'),
             }),
             outputChannel: this.hooks.output,
+            // No restarts by the client: a deliberate stop is not a crash, and a server
+            // that went away is started again (once) by the next command that needs it.
+            errorHandler: {
+                // as the client's default handler: a few write errors are let pass
+                error: (_error, _message, count) => ({
+                    action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+                }),
+                closed: () =>
+                    client.stopRequested
+                        ? { action: CloseAction.DoNotRestart, handled: true, message: 'Connection to server got closed (stopped).' }
+                        : {
+                              action: CloseAction.DoNotRestart,
+                              handled: true,
+                              message: 'The server exited; the next command starts it again.',
+                          },
+            },
             middleware: { handleWorkDoneProgress: this.hooks.progress.middleware },
         };
-        const client = new LanguageClient('agentHost', 'Agent Host', serverOptions, clientOptions);
+        const client = new AgentClient('agentHost', 'Agent Host', serverOptions, clientOptions);
         this.client = client;
         const endpoint: RpcEndpoint = {
             // a token only when there is one: an `undefined` third argument would make
@@ -116,7 +157,7 @@ export class AgentServer {
             }
             await client.dispose().catch(() => undefined);
             throw new Error(
-                `Agent Host could not start \`${server.command} ${server.args.join(' ')}\` (${errorText(err)}). ` +
+                `could not start \`${server.command} ${server.args.join(' ')}\` (${errorText(err)}). ` +
                     'Install agent-host (pip install agent-host) or set agentHost.serverPath; the Agent Host output has the server log.',
             );
         }
@@ -140,6 +181,7 @@ export class AgentServer {
             d.dispose();
         }
         if (client) {
+            client.stopRequested = true;
             try {
                 await client.stop(5000);
             } catch (err) {

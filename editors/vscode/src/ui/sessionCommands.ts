@@ -8,10 +8,11 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { SessionSummary } from '../protocol/types';
+import type { AgentApi } from '../protocol/api';
+import type { CheckpointInfo, SessionSummary } from '../protocol/types';
 import { Transcript, toMarkdown } from '../protocol/transcript';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
-import { Cancelled } from './errors';
+import { Cancelled, errorText } from './errors';
 import { HISTORY_SCHEME, type HistoryContentProvider } from './historyDocument';
 import type { UiContext } from './uiContext';
 
@@ -266,9 +267,9 @@ export class SessionCommands {
     /** The transcript rebuilt from session/history (after a resume, restore or undo). */
     async reload(sessionId: string): Promise<void> {
         const api = await this.ui.server.ensureStarted();
-        const { messages } = await api.history({ sessionId });
+        const [{ messages }, checkpoints] = await Promise.all([api.history({ sessionId }), this.checkpointsOf(api, sessionId)]);
         const old = this.ui.state.transcripts.get(sessionId);
-        const fresh = Transcript.fromHistory(sessionId, messages);
+        const fresh = Transcript.fromHistory(sessionId, messages, checkpoints);
         if (old?.state.costKnown) {
             fresh.state.cost = old.state.cost;
             fresh.state.costKnown = true;
@@ -277,12 +278,22 @@ export class SessionCommands {
         this.ui.render();
     }
 
+    /** The session's checkpoints (the files each turn changed), or none if the server cannot say. */
+    private async checkpointsOf(api: AgentApi, sessionId: string): Promise<CheckpointInfo[]> {
+        try {
+            return (await api.checkpoints(sessionId)).checkpoints;
+        } catch (err) {
+            this.ui.log(`checkpoints of ${sessionId}: ${errorText(err)}`);
+            return [];
+        }
+    }
+
     async showHistory(): Promise<void> {
         const sessionId = await this.requireSession();
         const api = await this.ui.server.ensureStarted();
-        const { messages } = await api.history({ sessionId });
+        const [{ messages }, checkpoints] = await Promise.all([api.history({ sessionId }), this.checkpointsOf(api, sessionId)]);
         const title = this.ui.state.titles.get(sessionId) ?? sessionId;
-        const markdown = toMarkdown(`${title} (${sessionId})`, Transcript.fromHistory(sessionId, messages).entries);
+        const markdown = toMarkdown(`${title} (${sessionId})`, Transcript.fromHistory(sessionId, messages, checkpoints).entries);
         const uri = vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${sessionId}.md` });
         this.history.set(uri, markdown);
         const doc = await vscode.workspace.openTextDocument(uri);
