@@ -160,6 +160,10 @@ class Restore(Event):
     append (see timeline), and :class:`RestoreApplied` follows once every file is
     written. ``truncation``: set only by agent-host 0.1, which cut the log and
     kept the removed events in the store's truncations under that id.
+    ``conflicts``: the files it found changed by someone else and leaves as they
+    are. Each still has its jump (never written), which records where the restore
+    put the file in the session's history: a later restore to an earlier prompt
+    reads the file's content at that prompt from it.
     """
 
     type: ClassVar[str] = "restore"
@@ -167,6 +171,7 @@ class Restore(Event):
     files: bool = True
     conversation: bool = True
     truncation: int | None = None
+    conflicts: list[str] | None = None
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -227,7 +232,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 converter = cattrs.Converter()
-_OMITTED_WHEN_NONE = ("item", "model")
+_OMITTED_WHEN_NONE = ("item", "model", "conflicts")
 
 
 def _unstructure_with_type(cls: type[Event]) -> Any:

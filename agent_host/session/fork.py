@@ -22,14 +22,20 @@ def forked_events(timeline: list[ev.Event], upto: int | None) -> list[ev.Event]:
     session_started is 1), before the event at ``upto`` or all of them."""
     kept: list[ev.Event] = []
     renumber: dict[int, int] = {}
+    left_alone = {e.intent_seq: set(e.kept) for e in timeline if type(e) is ev.RestoreApplied}
+    intent = 0
     for event in timeline:
         if upto is not None and event.seq >= upto:
             break
+        if type(event) is ev.Restore or type(event) is ev.RestoreUndone:
+            intent = event.seq
         if isinstance(event, _LEFT_OUT):
             continue
-        renumber[event.seq] = len(kept) + 2
         if type(event) is ev.FileSnapshot and event.jump:
+            if event.path in left_alone.get(intent, ()):
+                continue  # the restore left the file as it was: no change to carry
             event = attrs.evolve(event, jump=False, buffer_after=None)
+        renumber[event.seq] = len(kept) + 2
         kept.append(event)
     out: list[ev.Event] = []
     for event in kept:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from typing import TypeVar
 
 import attrs
@@ -120,7 +120,6 @@ async def restore_to(
             ):
                 if not force and left.get(path) != (current_id, unsaved_id):
                     conflicts.append(path)
-                    continue
                 changes.append(
                     ev.FileSnapshot(
                         path=path,
@@ -133,13 +132,17 @@ async def restore_to(
                         executable_after=bits[path],
                     )
                 )
-    ready = await _check_snapshots(state.store.blobs, changes, "restore")
+    writable = [c for c in changes if c.path not in conflicts]
+    ready = await _check_snapshots(state.store.blobs, writable, "restore")
     hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
-    record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
+    record = ev.Restore(
+        to_seq=seq - 1, files=files, conversation=conversation, conflicts=conflicts or None
+    )
     head = await state.append([record, *changes])
-    kept = await _apply(state, workspace, head - len(changes), changes, ready)
+    kept = await _apply(state, workspace, head - len(changes), changes, ready, set(conflicts))
     uncaptured = not_captured_since(events, seq) if files else []
-    return RestoreResult(_written(changes, kept), hidden, conflicts + kept, uncaptured)
+    later = [path for path in kept if path not in conflicts]
+    return RestoreResult(_written(changes, kept), hidden, conflicts + later, uncaptured)
 
 
 async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoResult:
@@ -149,6 +152,8 @@ async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoRe
     tool) is kept as it is: the undo takes back the restore, not later work.
     """
     restore, made = last_restore(state.timeline)
+    if restore.conflicts:  # never written by the restore: nothing to take back
+        made = [change for change in made if change.path not in restore.conflicts]
     if restore.truncation is not None:
         return await _undo_cut_restore(state, workspace, restore, made)
     if made:
@@ -178,7 +183,8 @@ async def finish_pending(state: SessionState, workspace: Workspace) -> list[str]
     for jump in jumps:
         await workspace.discard_partial_writes(jump.path)
     log.info("session %s: finishing the restore recorded at seq %d", state.id, intent.seq)
-    return await _apply(state, workspace, intent.seq, jumps, {})
+    conflicts = set(intent.conflicts or ()) if type(intent) is ev.Restore else set()
+    return await _apply(state, workspace, intent.seq, jumps, {}, conflicts)
 
 
 async def _apply(
@@ -187,13 +193,14 @@ async def _apply(
     intent_seq: int,
     jumps: Sequence[ev.FileSnapshot],
     ready: Mapping[str, bytes],
+    conflicts: Set[str] = frozenset(),
 ) -> list[str]:
     """Write each jump's target, then mark the intent done; the paths kept.
 
     A file is written only while it is as the intent found it (``before``); one
     already at its target is done (a crash came after its write); anything else
-    was changed by someone else meanwhile and is kept. That makes this safe to
-    run again after a crash at any point.
+    was changed by someone else meanwhile and is kept, as are the ``conflicts``
+    the intent found. That makes this safe to run again after a crash at any point.
     """
     if not jumps:
         return []
@@ -201,6 +208,8 @@ async def _apply(
 
     async def apply(jump: ev.FileSnapshot) -> bool:
         """Whether the file is at its target now (False: kept as it is)."""
+        if jump.path in conflicts:
+            return False
         try:
             buffer = await workspace.buffer_text(jump.path)
             try:
