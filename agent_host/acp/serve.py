@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 
 import acp
 import attrs
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.stdio import stdio_streams
 
 from ..service import SessionService
 from ..session.approval import Approval
 from .agent import AcpAgent
 from .port import AcpPort
+from .redacting import redact_writes
 
 if TYPE_CHECKING:
     from ..session.mcp import McpServerConfig
@@ -46,7 +49,8 @@ async def serve_stdio(options: AcpOptions) -> None:
     agent = AcpAgent(service, port)
     try:
         # fork, resume and close are "unstable" in the SDK: off unless asked for.
-        await acp.run_agent(agent, use_unstable_protocol=True)
+        reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        await acp.run_agent(agent, redact_writes(writer), reader, use_unstable_protocol=True)
     finally:
         await agent.close()
         await service.shutdown()

@@ -3,6 +3,7 @@ and engine errors turned into JSON-RPC errors -- in one place."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -21,6 +22,7 @@ from pygls.protocol import (
 from .. import __version__
 from ..rpc import methods
 from ..rpc.errors import ErrorCode, error_code
+from ..session.redaction import SECRETS
 from .stdio import INVALID_REQUEST, PARSE_ERROR, REFUSED_KEY
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,16 @@ class AgentProtocol(LanguageServerProtocol):
             {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
         )
 
+    def _send_data(self, data: Any) -> None:
+        """Every response and notification with the process's secrets masked
+        (redaction.py). Requests to the client are sent as they are: a
+        ``workspace/applyEdit`` carries file text that must reach the file whole."""
+        if SECRETS and not _is_request(data):
+            body = json.dumps(data, default=self._serialize_message)
+            masked = SECRETS.mask_json(json.loads(body))
+            data = masked
+        super()._send_data(data)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
         result = yield from super().lsp_initialize(params)
@@ -118,6 +130,13 @@ class AgentProtocol(LanguageServerProtocol):
             }
         }
         return result
+
+
+def _is_request(data: Any) -> bool:
+    """A request (method and id) of ours to the client, as a dict or a pygls message."""
+    if isinstance(data, dict):
+        return "method" in data and "id" in data
+    return getattr(data, "method", None) is not None and getattr(data, "id", None) is not None
 
 
 def _is_id(value: Any) -> bool:

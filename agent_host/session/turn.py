@@ -30,6 +30,7 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
+from .redaction import mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
 from .workspace import CommandResult, Workspace, unsaved_bytes
@@ -244,9 +245,9 @@ class _Turn:
                 "ask the user or take another approach.",
                 is_error=True,
             )
-        result = ev.ToolResult(
-            call_id=call.call_id, output=outcome.output, is_error=outcome.is_error
-        )
+        # Masked before it is logged, and so before the model or a client sees it.
+        output = await mask_output(outcome.output)
+        result = ev.ToolResult(call_id=call.call_id, output=output, is_error=outcome.is_error)
         await self.state.append([result])
 
     async def _run_command(self, command: str, timeout: float, max_output: int) -> CommandResult:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ..environment import current_policy
+from ..redaction import SECRETS
 from .config import McpServerConfig, safe_url
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ class McpConnection:
         for secret in self.config.secrets():
             if len(secret) >= 4:
                 text = text.replace(secret, "***")
-        return text
+        return SECRETS.mask(text)
 
 
 class _EofWatch:
