@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import acp
 import attrs
@@ -31,6 +31,8 @@ class AcpOptions:
     approval: Approval = "ask"
     mcp_servers: Sequence[McpServerConfig] = ()
     """From --mcp-config: every session's, unless the client names its own."""
+    shell_environment: Mapping[str, Any] | None = None
+    """From --shell-env: the environment policy (initialize's _meta may replace it)."""
 
 
 async def serve_stdio(options: AcpOptions) -> None:
@@ -44,6 +46,7 @@ async def serve_stdio(options: AcpOptions) -> None:
         approval=options.approval,
         roots=[Path.cwd()],
         mcp_servers=list(options.mcp_servers) or None,
+        shell_environment=options.shell_environment,
     )
     port.service = service
     agent = AcpAgent(service, port)

@@ -77,6 +77,7 @@ class EnvironmentPolicy:
                 dropped.append(value)
             else:
                 out[name] = value
+                SECRETS.add_url(value)  # DATABASE_URL=postgres://u:PASSWORD@...
         out.update(self.set)
         for value in dropped:
             SECRETS.add(value, fragments=looks_like_token(value))
@@ -99,6 +100,7 @@ class EnvironmentPolicy:
         for name, value in os.environ.items():
             if self.drops(name) or DEFAULT_POLICY.drops(name):
                 SECRETS.add(value, fragments=looks_like_token(value))
+            SECRETS.add_url(value)
 
     def environment(self) -> dict[str, str]:
         """This process's environment, now, under the policy."""

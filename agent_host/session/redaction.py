@@ -149,7 +149,7 @@ class SecretRegistry:
     def add_url(self, url: object) -> None:
         """The password of a URL (``http://bob:hunter2@host``) and its user:password
         as Basic authentication sends it (base64)."""
-        if not isinstance(url, str) or "@" not in url:
+        if not isinstance(url, str) or "@" not in url or "://" not in url:
             return
         try:
             parts = urlsplit(url)

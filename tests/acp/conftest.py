@@ -62,7 +62,8 @@ Spawn = Callable[..., Any]
 def spawn(tmp_path: Path, workspace: Path) -> Spawn:
     """``async with spawn(steps, "--approval", "auto") as (conn, client)``: an
     initialized agent on the scripted model, over the test's one store; with
-    ``client`` (a RecordingClient) and the ``capabilities`` it initializes with."""
+    ``client`` (a RecordingClient) and the ``capabilities`` and ``meta`` (``_meta``)
+    it initializes with."""
     script = tmp_path / "script.json"
 
     @asynccontextmanager
@@ -71,6 +72,7 @@ def spawn(tmp_path: Path, workspace: Path) -> Spawn:
         *args: str,
         client: RecordingClient | None = None,
         capabilities: s.ClientCapabilities | None = None,
+        meta: dict | None = None,
     ) -> AsyncIterator[tuple[Any, RecordingClient]]:
         if steps is not None:
             script.write_text(json.dumps({"steps": steps}))
@@ -94,7 +96,9 @@ def spawn(tmp_path: Path, workspace: Path) -> Spawn:
             use_unstable_protocol=True,
         ) as (conn, _process):
             await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=capabilities,
+                **(meta or {}),  # the client's _meta
             )
             yield conn, client
 
