@@ -30,7 +30,7 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
-from .redaction import mask_output
+from .redaction import mask, mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
 from .workspace import CommandResult, Workspace, unsaved_bytes
@@ -171,7 +171,7 @@ class _Turn:
             elif isinstance(item, Finish):
                 finish = item
         text = "".join(self.streaming)
-        records: list[ev.Event] = [ev.AssistantMessage(text=text)]
+        records: list[ev.Event] = [ev.AssistantMessage(text=mask(text))]
         records += [
             ev.ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in calls
         ]
@@ -333,7 +333,7 @@ class _Turn:
         records: list[ev.Event] = []
         if self.streaming:
             text = "".join(self.streaming)
-            records.append(ev.AssistantMessage(text=text))
+            records.append(ev.AssistantMessage(text=mask(text)))
             self.texts.append(text)
         self.streaming = None
         answered = {
