@@ -112,10 +112,20 @@ class AgentProtocol(LanguageServerProtocol):
         (redaction.py). Requests to the client are sent as they are: a
         ``workspace/applyEdit`` carries file text that must reach the file whole."""
         if SECRETS and not _is_request(data):
-            body = json.dumps(data, default=self._serialize_message)
-            masked = SECRETS.mask_json(json.loads(body))
-            data = masked
+            data = self._masked(data)
         super()._send_data(data)
+
+    def _masked(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            return SECRETS.mask_json(data)
+        payload = {f: getattr(data, f, None) for f in ("params", "result", "error")}
+        if attrs.has(type(data)) and all(_plain(v) for v in payload.values()):
+            # Our methods' params and results are plain JSON: masked in place, not
+            # serialised and parsed again (a 30 MB tool call took 250 ms more).
+            present = {f: SECRETS.mask_json(v) for f, v in payload.items() if v is not None}
+            return attrs.evolve(data, **present)
+        # lsprotocol's typed results and errors: through their JSON
+        return SECRETS.mask_json(json.loads(json.dumps(data, default=self._serialize_message)))
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
@@ -130,6 +140,10 @@ class AgentProtocol(LanguageServerProtocol):
             }
         }
         return result
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, dict | list | str | int | float)
 
 
 def _is_request(data: Any) -> bool:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk f
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
+DIFF_MAX_CHARS = 1 << 20
+"""An edit's permission prompt shows no diff past this size (old and new together)."""
 T = TypeVar("T")
 
 
@@ -220,8 +222,8 @@ class _Turn:
             kind=self._kind(call.name),
             call_id=call.call_id,
         )
-        if request.kind == "edit":
-            request.diff = await _proposed_diff(workspace, call)
+        if request.kind == "edit" and self.settings.gate.needs_asking("edit"):
+            request.diff = await _proposed_diff(workspace, call)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
                 f"The arguments of your {call.name} call were not valid JSON: "
@@ -378,7 +380,13 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
         new = ""
     else:
         return None
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    return "".join(lines)
+    if len(old) + len(new) > DIFF_MAX_CHARS:
+        return None  # difflib on megabytes takes seconds; the prompt goes without
+
+    def diff() -> str:
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+        return "".join(lines)
+
+    return await asyncio.to_thread(diff)

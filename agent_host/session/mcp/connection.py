@@ -144,6 +144,9 @@ class McpConnection:
             self._stderr.close()
 
     async def _own(self) -> None:
+        # The SDK (pydantic models, httpx) takes a second or more to import: in a
+        # thread, so the event loop answers meanwhile.
+        await asyncio.to_thread(_import_sdk)
         from mcp import ClientSession, types
 
         try:
@@ -175,6 +178,9 @@ class McpConnection:
         if config.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
+            from .line_reader import install
+
+            install()
             self._phase = "spawn"
             params = StdioServerParameters(
                 command=config.command or "",
@@ -299,6 +305,12 @@ class _EofWatch:
 
     async def __aexit__(self, *exc: object) -> Any:
         return await self._inner.__aexit__(*exc)
+
+
+def _import_sdk() -> None:
+    import httpx2  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
 
 
 def _leaf(exc: BaseException | None) -> BaseException | None:
