@@ -106,7 +106,7 @@ class AcpAgent:
                     options["shellEnvironment"], where=f"{where}.shellEnvironment"
                 )
             except ShellEnvironmentError as exc:
-                raise invalid_params(exc.field, str(exc)) from None
+                raise invalid_params(exc.field, str(exc).removeprefix(exc.field).strip()) from None
             self.service.set_shell_environment(policy)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> s.AuthenticateResponse:
