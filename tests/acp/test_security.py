@@ -137,7 +137,7 @@ async def test_a_bad_policy_in_initialize_meta_is_invalid_params_naming_the_fiel
         async with spawn([], meta=bad):
             pass
     assert failed.value.code == -32602
-    assert "shellEnvironment.set.X must be a string" in str(failed.value)
+    assert str(failed.value) == '_meta["agent-host"].shellEnvironment.set.X: must be a string'
 
 
 def test_acp_shell_env_file_is_checked_at_start(tmp_path, workspace):
