@@ -70,6 +70,9 @@ class McpConnection:
     async def start(self, timeout: float) -> list[types.Tool]:
         """Spawn or connect, initialize and list the tools, all within ``timeout``
         seconds. Raises :class:`StartFailed`; the caller closes the connection."""
+        # The SDK (pydantic models, httpx) takes a second or more to import: in a
+        # thread, so the event loop answers meanwhile, and before the clock starts.
+        await asyncio.to_thread(_import_sdk)
         self._owner = asyncio.create_task(self._own(), name=f"MCP server {self.config.name}")
         try:
             async with asyncio.timeout(timeout):
@@ -144,9 +147,6 @@ class McpConnection:
             self._stderr.close()
 
     async def _own(self) -> None:
-        # The SDK (pydantic models, httpx) takes a second or more to import: in a
-        # thread, so the event loop answers meanwhile.
-        await asyncio.to_thread(_import_sdk)
         from mcp import ClientSession, types
 
         try:
