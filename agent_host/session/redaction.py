@@ -37,7 +37,9 @@ from urllib.parse import unquote, urlsplit
 MASK = "[redacted]"
 IN_THREAD_FROM = 64 << 10
 """Texts this long are masked in a thread: a megabyte takes 5-25 ms of matching."""
-_RECENT = 8
+_RECENT = 4
+_RECENT_MAX_CHARS = 16 << 20
+"""At most 4 long texts kept, none over 16 M characters: the cache holds them alive."""
 MIN_LENGTH = 6
 """Shorter values are not registered."""
 FRAGMENT_FROM = 12
@@ -188,10 +190,11 @@ class SecretRegistry:
         if known is not None and known[0] is text:
             return known[1]
         masked = pattern.sub(MASK, text)
-        with self._lock:
-            self._recent[key] = (text, masked)
-            while len(self._recent) > _RECENT:
-                self._recent.pop(next(iter(self._recent)))
+        if len(text) <= _RECENT_MAX_CHARS:
+            with self._lock:
+                self._recent[key] = (text, masked)
+                while len(self._recent) > _RECENT:
+                    self._recent.pop(next(iter(self._recent)))
         return masked
 
     def strings(self, value: Any) -> list[str]:
