@@ -52,3 +52,14 @@ async def store(backend: Backend) -> AsyncIterator[Checkpointer]:
     s = backend.open()
     yield s
     await s.close()
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """Each test starts with no secrets registered: one test's fake key must not
+    mask another test's expected output (the registry is process-wide)."""
+    from agent_host.session.redaction import SECRETS
+
+    SECRETS.clear()
+    yield
+    SECRETS.clear()

@@ -20,6 +20,7 @@ from acp.helpers import update_agent_message_text, update_current_mode
 from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
+from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
 from . import auth, commands, convert
 from .client_files import acting_for
 from .errors import answers, invalid_params
@@ -27,6 +28,8 @@ from .port import AcpPort
 
 log = logging.getLogger(__name__)
 
+META_KEY = "agent-host"
+"""Our key in ``_meta``: the extension methods we offer, the options we take."""
 MODEL_OPTION = "model"
 COMMON_MODELS = (
     "openai/gpt-4.1",
@@ -68,6 +71,7 @@ class AcpAgent:
     ) -> s.InitializeResponse:
         # Sessions' workspaces read them at call time: fs/* and terminal/* delegation.
         self.port.client_capabilities = client_capabilities
+        self._configure(kwargs.get(META_KEY))
         session = s.SessionCapabilities(
             list=s.SessionListCapabilities(),
             fork=s.SessionForkCapabilities(),
@@ -79,7 +83,7 @@ class AcpAgent:
             prompt_capabilities=s.PromptCapabilities(embedded_context=True, image=False),
             mcp_capabilities=s.McpCapabilities(http=True),
             session_capabilities=session,
-            field_meta={"agent-host": {"methods": commands.EXTENSION_METHODS}},
+            field_meta={META_KEY: {"methods": commands.EXTENSION_METHODS}},
         )
         return s.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
@@ -87,6 +91,23 @@ class AcpAgent:
             auth_methods=auth.auth_methods(self.service.model),
             agent_info=s.Implementation(name="agent-host", version=__version__),
         )
+
+    def _configure(self, options: object) -> None:
+        """``_meta["agent-host"]`` of initialize: ``shellEnvironment``, the policy of
+        every session's commands, terminals and MCP servers (over ``--shell-env``)."""
+        if options is None:
+            return
+        where = f'_meta["{META_KEY}"]'
+        if not isinstance(options, dict):
+            raise invalid_params(where, "must be an object")
+        if "shellEnvironment" in options:
+            try:
+                policy = EnvironmentPolicy.from_json(
+                    options["shellEnvironment"], where=f"{where}.shellEnvironment"
+                )
+            except ShellEnvironmentError as exc:
+                raise invalid_params(exc.field, str(exc).removeprefix(exc.field).strip()) from None
+            self.service.set_shell_environment(policy)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> s.AuthenticateResponse:
         auth.authenticate(self.service.model, method_id)

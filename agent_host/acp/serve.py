@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import acp
 import attrs
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.stdio import stdio_streams
 
 from ..service import SessionService
 from ..session.approval import Approval
 from .agent import AcpAgent
 from .port import AcpPort
+from .redacting import redact_writes
 
 if TYPE_CHECKING:
     from ..session.mcp import McpServerConfig
@@ -28,6 +31,8 @@ class AcpOptions:
     approval: Approval = "ask"
     mcp_servers: Sequence[McpServerConfig] = ()
     """From --mcp-config: every session's, unless the client names its own."""
+    shell_environment: Mapping[str, Any] | None = None
+    """From --shell-env: the environment policy (initialize's _meta may replace it)."""
 
 
 async def serve_stdio(options: AcpOptions) -> None:
@@ -41,12 +46,14 @@ async def serve_stdio(options: AcpOptions) -> None:
         approval=options.approval,
         roots=[Path.cwd()],
         mcp_servers=list(options.mcp_servers) or None,
+        shell_environment=options.shell_environment,
     )
     port.service = service
     agent = AcpAgent(service, port)
     try:
         # fork, resume and close are "unstable" in the SDK: off unless asked for.
-        await acp.run_agent(agent, use_unstable_protocol=True)
+        reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        await acp.run_agent(agent, redact_writes(writer), reader, use_unstable_protocol=True)
     finally:
         await agent.close()
         await service.shutdown()

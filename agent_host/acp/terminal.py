@@ -1,7 +1,8 @@
 """A command in the client's terminal (ACP ``terminal/*``), as the engine's CommandResult.
 
 ``terminal/create`` (``/bin/sh -c COMMAND`` in the session's folder, as the disk
-workspace runs it), ``terminal/wait_for_exit`` for at most the command's timeout
+workspace runs it, under ``env -i`` with the environment policy's variables),
+``terminal/wait_for_exit`` for at most the command's timeout
 (then ``terminal/kill``), ``terminal/output``, and always ``terminal/release``.
 The terminal is shown in the tool call as it starts, so the user watches it run.
 A cancelled turn kills and releases it. The engine captures the command's file
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from acp import Client
+from acp.schema import EnvVariable
 
+from ..session.environment import current_policy
 from ..session.errors import ToolError
 from ..session.state import finish_even_if_cancelled
 from ..session.workspace import CommandResult
@@ -26,6 +29,7 @@ from .errors import CLIENT_FAILURES
 
 log = logging.getLogger(__name__)
 
+ENV = "/usr/bin/env"
 CLIENT_TIMEOUT = 10.0
 """Seconds to wait for the client's answer to terminal/create, output, kill, release."""
 
@@ -40,12 +44,14 @@ async def run(
     shown: Callable[[str], Awaitable[None]],
 ) -> CommandResult:
     """Run ``command`` in a client terminal; ``shown(terminal_id)`` once it exists."""
+    environ = current_policy.get().environment()
     try:
         created = await asyncio.wait_for(
             conn.create_terminal(
                 session_id=session_id,
-                command="/bin/sh",
-                args=["-c", command],
+                command=ENV,
+                args=wrapped(command, environ),
+                env=[EnvVariable(name=k, value=v) for k, v in environ.items()],
                 cwd=str(cwd),
                 # The model's budget is characters; a character is at most 4 bytes.
                 output_byte_limit=4 * max_output,
@@ -93,6 +99,17 @@ async def _follow(
         timed_out=timed_out,
         truncated=truncated or output.truncated,
     )
+
+
+def wrapped(command: str, environ: dict[str, str]) -> list[str]:
+    """``env``'s arguments to run ``/bin/sh -c command`` in exactly ``environ``.
+
+    ``env`` in terminal/create only adds to the editor's own environment, which
+    holds whatever the editor was started with (the model's key, tokens): ``env -i``
+    clears it, so the command sees the policy's environment and nothing else.
+    """
+    pairs = [f"{k}={v}" for k, v in environ.items() if "=" not in k]
+    return ["-i", *pairs, "/bin/sh", "-c", command]
 
 
 def _exit_code(code: int | None, signal_name: str | None) -> int | None:

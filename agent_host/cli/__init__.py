@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    _redact_secrets()
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -73,10 +74,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _redact_secrets() -> None:
+    """Secrets of the environment known, and masked in every log line."""
+    from ..session.environment import DEFAULT_POLICY
+    from ..session.redaction import install_log_filter
+
+    DEFAULT_POLICY.register_secrets()
+    install_log_filter()
+
+
 def _report(exc: AgentHostError) -> None:
     from ..client import ServerError, ServerExited
+    from ..session.redaction import mask
 
-    print(f"agent-host: {exc}", file=sys.stderr)
+    print(f"agent-host: {mask(str(exc))}", file=sys.stderr)
     tail: list[str] = []
     if isinstance(exc, ServerExited):
         tail = exc.stderr_tail
@@ -89,4 +100,4 @@ def _report(exc: AgentHostError) -> None:
     if tail:
         print("agent-host: the server's last stderr lines:", file=sys.stderr)
         for line in tail:
-            print(f"  {line}", file=sys.stderr)
+            print(f"  {mask(line)}", file=sys.stderr)

@@ -9,6 +9,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..session.redaction import mask
+
 
 def make_client(args: argparse.Namespace, **kw: Any) -> Any:
     """An ``AgentClient`` for the command's --store/--model/--workspace/-v."""
@@ -20,7 +22,7 @@ def make_client(args: argparse.Namespace, **kw: Any) -> Any:
         workspace=getattr(args, "workspace", None),
         verbose=args.verbose,
         mcp_servers=getattr(args, "mcp_servers", None),
-        on_message=lambda text: print(text, file=sys.stderr),
+        on_message=lambda text: print(mask(text), file=sys.stderr),
         **kw,
     )
 
@@ -51,4 +53,4 @@ def check_exit(client: Any) -> None:
         file=sys.stderr,
     )
     for line in client.stderr_tail():
-        print(f"  {line}", file=sys.stderr)
+        print(f"  {mask(line)}", file=sys.stderr)

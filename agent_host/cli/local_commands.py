@@ -35,7 +35,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def check_acp(args: argparse.Namespace) -> str | None:
-    """--mcp-config read and checked before anything starts: a problem is a usage error."""
+    """--mcp-config and --shell-env read and checked before anything starts: a
+    problem is a usage error."""
     if args.mcp_config:
         from ..session.errors import McpConfigError
         from ..session.mcp import load_config_file
@@ -44,6 +45,10 @@ def check_acp(args: argparse.Namespace) -> str | None:
             args.mcp_servers = load_config_file(args.mcp_config)
         except McpConfigError as exc:
             return str(exc)
+    if args.shell_env:
+        from .run import load_shell_env
+
+        return load_shell_env(args)
     return None
 
 
@@ -51,7 +56,11 @@ async def acp(args: argparse.Namespace) -> int:
     from ..acp import AcpOptions, serve_stdio
 
     options = AcpOptions(
-        store=args.store, model=args.model, approval=args.approval, mcp_servers=args.mcp_servers
+        store=args.store,
+        model=args.model,
+        approval=args.approval,
+        mcp_servers=args.mcp_servers,
+        shell_environment=args.shell_environment,
     )
     await serve_stdio(options)
     return EXIT_OK

@@ -6,10 +6,12 @@ import json
 from datetime import datetime
 from typing import Any
 
+from ..session.redaction import mask_json
+
 
 def print_json(value: Any) -> None:
-    """One JSON value on one line of stdout, flushed."""
-    print(json.dumps(value, ensure_ascii=False), flush=True)
+    """One JSON value on one line of stdout, flushed, with every secret masked."""
+    print(json.dumps(mask_json(value), ensure_ascii=False), flush=True)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -17,6 +17,13 @@ STORE_ENV = "AGENT_HOST_STORE"
 MODEL_ENV = "AGENT_HOST_MODEL"
 
 
+SHELL_ENV_HELP = (
+    "what of the environment commands and MCP servers see (default: all but "
+    "*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* and the model keys): JSON "
+    '{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME: value}}'
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-host",
@@ -96,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="MCP servers for sessions whose client names none: JSON as Claude Code and "
         'Cursor keep it, {"mcpServers": {"NAME": {"command": ..., "args": [...]}}}',
     )
-    acp_parser.set_defaults(check=check_acp, mcp_servers=())
+    acp_parser.add_argument("--shell-env", metavar="FILE", help=SHELL_ENV_HELP)
+    acp_parser.set_defaults(check=check_acp, mcp_servers=(), shell_environment=None)
 
     run_parser = add(
         "run",
@@ -125,13 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         'it, {"mcpServers": {"NAME": {"command": ..., "args": [...], "env": {...}}}} '
         '(or {"url": ..., "headers": {...}} for a streamable HTTP server)',
     )
-    run_parser.add_argument(
-        "--shell-env",
-        metavar="FILE",
-        help="what of the environment commands and MCP servers see (default: all but "
-        "*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* and the model keys): JSON "
-        '{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME: value}}',
-    )
+    run_parser.add_argument("--shell-env", metavar="FILE", help=SHELL_ENV_HELP)
     run_parser.set_defaults(check=check_run, mcp_servers=None, shell_environment=None)
 
     sessions_parser = add(

@@ -47,13 +47,13 @@ def check_run(args: argparse.Namespace) -> str | None:
         except McpConfigError as exc:
             return str(exc)
     if args.shell_env:
-        problem = _load_shell_env(args)
+        problem = load_shell_env(args)
         if problem:
             return problem
     return None
 
 
-def _load_shell_env(args: argparse.Namespace) -> str | None:
+def load_shell_env(args: argparse.Namespace) -> str | None:
     """--shell-env FILE read and checked here, so a bad file is a usage error."""
     from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
 

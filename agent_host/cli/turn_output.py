@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..session.redaction import mask
 from .output import print_json, shorten
 
 UNKNOWN_COST = "$—"
@@ -32,7 +33,7 @@ class TextPrinter(TurnPrinter):
         self.mid_line = False
 
     def _write(self, text: str) -> None:
-        sys.stdout.write(text)
+        sys.stdout.write(mask(text))
         sys.stdout.flush()
 
     def _line(self, text: str) -> None:

@@ -31,6 +31,7 @@ from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.environment import ShellEnvironmentError
 from ..session.model import TextDelta
+from ..session.redaction import warm
 from ..session.workspace import DiskWorkspace, Workspace
 from .editor import EditorWorkspace
 from .handlers import REQUEST_HANDLERS, Handler
@@ -133,6 +134,7 @@ class LspClient:
         return disk  # a client that cannot take edits: disk reads, disk writes
 
     async def update(self, session_id: str, update: object) -> None:
+        await warm(update)  # a 10 MB tool call masked in a thread, not as it is sent
         self.server.relay(session_id, update)
 
     async def request_permission(self, request: PermissionRequest) -> str:

@@ -21,6 +21,7 @@ from ..session import events as ev
 from ..session.approval import Approval
 from ..session.checkpoints import Checkpoint
 from ..session.compaction import CompactResult
+from ..session.environment import EnvironmentPolicy
 from ..session.errors import SessionNotFound
 from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
 from ..session.resources import McpConfigs
@@ -100,6 +101,13 @@ class SessionService:
                 **self._options,
             )
         return host
+
+    def set_shell_environment(self, policy: EnvironmentPolicy) -> None:
+        """The environment policy of every host's turns from now on, made or to come."""
+        self._options["shell_environment"] = policy
+        policy.register_secrets()
+        for host in self._hosts.values():
+            host.shell_environment = policy
 
     def host_of(self, session_id: str) -> AgentHost:
         """The host a session runs in: the folder it was opened with, else the server's."""

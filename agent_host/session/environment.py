@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from .errors import AgentHostError
+from .redaction import SECRETS, looks_like_token
 
 DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*")
 """Name patterns (case-insensitive, fnmatch) dropped unless ``include`` keeps them."""
@@ -66,19 +67,40 @@ class EnvironmentPolicy:
     """Names forced to these values, whatever the other rules say."""
 
     def apply(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """``environ`` as a command under this policy sees it."""
+        """``environ`` as a command under this policy sees it. The values it drops
+        join the secret registry: a command can still find them (in
+        ``/proc/$PPID/environ``, say) and print them, and then they are masked."""
         out = {}
+        dropped = []
         for name, value in environ.items():
-            upper = name.upper()
-            if _matches(upper, self.exclude):
-                continue
-            if upper in PROVIDER_KEYS and upper not in self.include:
-                continue
-            if _matches(upper, DEFAULT_EXCLUDES) and not _matches(upper, self.include):
-                continue
-            out[name] = value
+            if self.drops(name):
+                dropped.append(value)
+            else:
+                out[name] = value
+                SECRETS.add_url(value)  # DATABASE_URL=postgres://u:PASSWORD@...
         out.update(self.set)
+        for value in dropped:
+            SECRETS.add(value, fragments=looks_like_token(value))
         return out
+
+    def drops(self, name: str) -> bool:
+        """Whether a variable of this name is kept from commands."""
+        upper = name.upper()
+        if _matches(upper, self.exclude):
+            return True
+        if upper in PROVIDER_KEYS and upper not in self.include:
+            return True
+        return looks_secret(upper) and not _matches(upper, self.include)
+
+    def register_secrets(self) -> None:
+        """Into the registry now (a host does this as it starts, before any command
+        ran): the values of this process's variables that this policy or the
+        default one drops -- a token ``include`` hands to commands is still masked
+        in what they print."""
+        for name, value in os.environ.items():
+            if self.drops(name) or DEFAULT_POLICY.drops(name):
+                SECRETS.add(value, fragments=looks_like_token(value))
+            SECRETS.add_url(value)
 
     def environment(self) -> dict[str, str]:
         """This process's environment, now, under the policy."""
@@ -136,6 +158,11 @@ def using_policy(policy: EnvironmentPolicy) -> Iterator[None]:
         yield
     finally:
         current_policy.reset(token)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable name matches :data:`DEFAULT_EXCLUDES` (``*TOKEN*``...)."""
+    return _matches(name.upper(), DEFAULT_EXCLUDES) or name.upper() in PROVIDER_KEYS
 
 
 def _matches(upper: str, patterns: tuple[str, ...]) -> bool:

@@ -26,6 +26,7 @@ from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnI
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of, total_cost
+from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
@@ -77,6 +78,9 @@ class AgentHost:
         self.shell_environment = as_policy(shell_environment)
         """What commands and MCP servers started in this host's turns see of
         os.environ (ShellEnvironmentError for a bad JSON form)."""
+        self.shell_environment.register_secrets()
+        SECRETS.add(api_key)
+        SECRETS.add_url(store if isinstance(store, str) else None)
         self._processes = CommandProcesses()
         self.workspace = workspace or DiskWorkspace(
             [Path(workdir or os.getcwd())], environment=self.shell_environment

@@ -30,6 +30,7 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
+from .redaction import mask, mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
 from .workspace import CommandResult, Workspace, unsaved_bytes
@@ -41,6 +42,8 @@ if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk f
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
+DIFF_MAX_CHARS = 1 << 20
+"""An edit's permission prompt shows no diff past this size (old and new together)."""
 T = TypeVar("T")
 
 
@@ -170,7 +173,7 @@ class _Turn:
             elif isinstance(item, Finish):
                 finish = item
         text = "".join(self.streaming)
-        records: list[ev.Event] = [ev.AssistantMessage(text=text)]
+        records: list[ev.Event] = [ev.AssistantMessage(text=mask(text))]
         records += [
             ev.ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in calls
         ]
@@ -219,8 +222,8 @@ class _Turn:
             kind=self._kind(call.name),
             call_id=call.call_id,
         )
-        if request.kind == "edit":
-            request.diff = await _proposed_diff(workspace, call)
+        if request.kind == "edit" and self.settings.gate.needs_asking("edit"):
+            request.diff = await _proposed_diff(workspace, call)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
                 f"The arguments of your {call.name} call were not valid JSON: "
@@ -244,9 +247,9 @@ class _Turn:
                 "ask the user or take another approach.",
                 is_error=True,
             )
-        result = ev.ToolResult(
-            call_id=call.call_id, output=outcome.output, is_error=outcome.is_error
-        )
+        # Masked before it is logged, and so before the model or a client sees it.
+        output = await mask_output(outcome.output)
+        result = ev.ToolResult(call_id=call.call_id, output=output, is_error=outcome.is_error)
         await self.state.append([result])
 
     async def _run_command(self, command: str, timeout: float, max_output: int) -> CommandResult:
@@ -332,7 +335,7 @@ class _Turn:
         records: list[ev.Event] = []
         if self.streaming:
             text = "".join(self.streaming)
-            records.append(ev.AssistantMessage(text=text))
+            records.append(ev.AssistantMessage(text=mask(text)))
             self.texts.append(text)
         self.streaming = None
         answered = {
@@ -377,7 +380,13 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
         new = ""
     else:
         return None
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    return "".join(lines)
+    if len(old) + len(new) > DIFF_MAX_CHARS:
+        return None  # difflib on megabytes takes seconds; the prompt goes without
+
+    def diff() -> str:
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+        return "".join(lines)
+
+    return await asyncio.to_thread(diff)

@@ -62,7 +62,8 @@ Spawn = Callable[..., Any]
 def spawn(tmp_path: Path, workspace: Path) -> Spawn:
     """``async with spawn(steps, "--approval", "auto") as (conn, client)``: an
     initialized agent on the scripted model, over the test's one store; with
-    ``client`` (a RecordingClient) and the ``capabilities`` it initializes with."""
+    ``client`` (a RecordingClient) and the ``capabilities`` and ``meta`` (``_meta``)
+    it initializes with; ``env`` is added to the agent's environment."""
     script = tmp_path / "script.json"
 
     @asynccontextmanager
@@ -71,6 +72,8 @@ def spawn(tmp_path: Path, workspace: Path) -> Spawn:
         *args: str,
         client: RecordingClient | None = None,
         capabilities: s.ClientCapabilities | None = None,
+        meta: dict | None = None,
+        env: dict[str, str] | None = None,
     ) -> AsyncIterator[tuple[Any, RecordingClient]]:
         if steps is not None:
             script.write_text(json.dumps({"steps": steps}))
@@ -90,11 +93,14 @@ def spawn(tmp_path: Path, workspace: Path) -> Spawn:
             sys.executable,
             *command,
             cwd=workspace,
+            env=env,  # over the SDK's small default environment, not os.environ
             transport_kwargs={"stderr": None},  # the agent's log goes to pytest's capture
             use_unstable_protocol=True,
         ) as (conn, _process):
             await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=capabilities,
+                **(meta or {}),  # the client's _meta
             )
             yield conn, client
 

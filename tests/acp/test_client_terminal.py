@@ -97,8 +97,10 @@ async def test_a_command_runs_in_the_terminal_and_rewind_removes_its_file(spawn,
 
     assert client.methods() == ["create", "wait", "output", "release"]
     [created] = client.created
-    assert created["command"] == "/bin/sh"
-    assert created["args"] == ["-c", "echo made > made.txt; echo done"]
+    # env -i, the policy's variables, then the shell: nothing of the editor's env
+    assert created["command"] == "/usr/bin/env" and created["args"][0] == "-i"
+    assert created["args"][-3:] == ["/bin/sh", "-c", "echo made > made.txt; echo done"]
+    assert {e.name: e.value for e in created["env"]}["PATH"] == os.environ["PATH"]
     assert created["cwd"] == str(workspace.resolve())
     [output] = results(client, sid)
     assert "done" in output and "[exit code 0]" in output

@@ -67,9 +67,9 @@ class RawServer:
     Content-Length bytes of a JSON-RPC 2.0 object is recorded in ``violations``.
     """
 
-    def __init__(self, cwd: Path | None = None) -> None:
+    def __init__(self, cwd: Path | None = None, command: list[str] = SERVER_COMMAND) -> None:
         self.proc = subprocess.Popen(
-            SERVER_COMMAND,
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

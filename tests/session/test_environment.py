@@ -155,7 +155,9 @@ async def test_a_hosts_turns_run_commands_under_its_policy(tmp_path, secrets_in_
     finally:
         await host.close()
     seen = env_lines(tool["content"])
-    assert seen["FORCED"] == "1" and seen["MY_TOKEN"] == "value-of-MY_TOKEN"
+    # The included token reaches the command; its value, a secret still, is masked
+    # in what the command printed.
+    assert seen["FORCED"] == "1" and seen["MY_TOKEN"] == "[redacted]"
     assert "OPENAI_API_KEY" not in seen and "DB_PASSWORD" not in seen
 
 

@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ..environment import looks_secret
 from ..errors import McpConfigError
+from ..redaction import SECRETS, looks_like_token
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -63,6 +65,7 @@ class McpServerConfig:
             raise McpConfigError(f"MCP server name {self.name!r} must be {_NAME_RULE}")
         if (self.command is None) == (self.url is None):
             raise McpConfigError(f"MCP server {self.name!r} needs exactly one of command and url")
+        register_secrets(self)
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -82,6 +85,22 @@ class McpServerConfig:
         return f"McpServerConfig(name={self.name!r}, transport={self.transport!r}, {where})"
 
     __str__ = __repr__
+
+
+def register_secrets(config: McpServerConfig) -> None:
+    """The config's secrets into the process's registry: every header value (and a
+    bearer token alone), env values of secret-looking names (``*TOKEN*``...) or that
+    look like tokens, and a password in the URL. Plain env values such as ``true``
+    or a path are left out: masking them would garble every output."""
+    for _, value in config.headers:
+        SECRETS.add(value)
+        scheme, _, token = value.partition(" ")
+        if token and scheme.lower() in ("bearer", "token", "basic"):
+            SECRETS.add(token)
+    for name, value in config.env:
+        if looks_secret(name) or looks_like_token(value):
+            SECRETS.add(value, fragments=looks_like_token(value))
+    SECRETS.add_url(config.url)
 
 
 def parse_servers(value: object) -> list[McpServerConfig]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ..environment import current_policy
+from ..redaction import SECRETS
 from .config import McpServerConfig, safe_url
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class McpConnection:
     async def start(self, timeout: float) -> list[types.Tool]:
         """Spawn or connect, initialize and list the tools, all within ``timeout``
         seconds. Raises :class:`StartFailed`; the caller closes the connection."""
+        # The SDK (pydantic models, httpx) takes a second or more to import: in a
+        # thread, so the event loop answers meanwhile, and before the clock starts.
+        await asyncio.to_thread(_import_sdk)
         self._owner = asyncio.create_task(self._own(), name=f"MCP server {self.config.name}")
         try:
             async with asyncio.timeout(timeout):
@@ -174,6 +178,9 @@ class McpConnection:
         if config.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
+            from .line_reader import install
+
+            install()
             self._phase = "spawn"
             params = StdioServerParameters(
                 command=config.command or "",
@@ -261,7 +268,7 @@ class McpConnection:
         for secret in self.config.secrets():
             if len(secret) >= 4:
                 text = text.replace(secret, "***")
-        return text
+        return SECRETS.mask(text)
 
 
 class _EofWatch:
@@ -298,6 +305,12 @@ class _EofWatch:
 
     async def __aexit__(self, *exc: object) -> Any:
         return await self._inner.__aexit__(*exc)
+
+
+def _import_sdk() -> None:
+    import httpx2  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
 
 
 def _leaf(exc: BaseException | None) -> BaseException | None:

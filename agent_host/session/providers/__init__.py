@@ -11,6 +11,7 @@ import os
 from urllib.parse import urlsplit
 
 from ..model import ModelProvider
+from ..redaction import SECRETS
 from .anthropic_messages import AnthropicProvider
 from .errors import (
     Endpoint,
@@ -71,16 +72,19 @@ def open_provider(
             )
         # Always an explicit key, so the SDK never falls back to OPENAI_API_KEY and
         # sends an OpenAI key to a proxy; a proxy without auth accepts any.
-        key = api_key or os.environ.get("LITELLM_PROXY_API_KEY") or "no-key"
+        real_key = api_key or os.environ.get("LITELLM_PROXY_API_KEY")
+        key = real_key or "no-key"
         hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=(key,))
+        secrets = (real_key,) if real_key else ()  # a placeholder is no secret to mask
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=secrets)
         return _open_compatible(model, endpoint, key)
     if provider == "ollama":
         url = _ollama_url(base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
         url = url.rstrip("/")
         key = api_key or "ollama"  # the SDK insists on one; Ollama ignores it
         hint = "Ollama needs no key by default; check what sits in front of the server"
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=(key,))
+        secrets = (api_key,) if api_key else ()
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=secrets)
         return _open_compatible(model, endpoint, key)
     if provider == "anthropic":
         return _open_anthropic(model, name, base_url, api_key, timeout, max_retries)
@@ -131,7 +135,7 @@ def _open_anthropic(
         # not secrets
         return (
             f"{model}: no usable Anthropic credentials: set ANTHROPIC_API_KEY "
-            f"(or pass api_key). The SDK said: {' '.join(str(exc).split())[:300]}"
+            f"(or pass api_key). The SDK said: {' '.join(SECRETS.mask(str(exc)).split())[:300]}"
         )
 
     client, endpoint = open_client(

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ..errors import ModelError
+from ..redaction import SECRETS
 
 
 class ModelConfigError(ModelError):
@@ -73,6 +74,11 @@ class Endpoint:
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     """Strings scrubbed from every message (the API key)."""
 
+    def __attrs_post_init__(self) -> None:
+        # Known to the process's registry, every output masks them, not only our messages.
+        SECRETS.add_all(self.secrets)
+        SECRETS.add_url(self.base_url)
+
 
 # Shapes of API keys that may come back in a server's error text even when it is
 # not our key verbatim (OpenAI echoes a masked prefix, proxies sometimes the whole key).
@@ -81,13 +87,10 @@ _TRANSIENT_ERROR_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "
 _MAX_SERVER_TEXT = 300
 
 
-def scrub(text: str, endpoint: Endpoint) -> str:
-    for secret in endpoint.secrets:
-        # A very short "key" (a placeholder like "ollama") would mangle the text
-        # and protects nothing.
-        if len(secret) >= 8:
-            text = text.replace(secret, "[redacted]")
-    return _KEY_SHAPES.sub("[redacted]", text)
+def scrub(text: str, endpoint: Endpoint | None = None) -> str:
+    """``text`` with every secret the process knows masked (in all its forms, see
+    redaction.py), and whatever looks like an API key or a bearer token."""
+    return _KEY_SHAPES.sub("[redacted]", SECRETS.mask(text))
 
 
 def type_names(exc: BaseException) -> set[str]:
@@ -233,7 +236,8 @@ def _server_text(exc: BaseException) -> str:
         message = str(exc) or None
     if not message:
         return ""
-    message = " ".join(message.split())
+    # Masked before the cut: a cut can leave a fragment no longer equal to the key.
+    message = " ".join(scrub(message).split())
     if len(message) > _MAX_SERVER_TEXT:
         message = message[: _MAX_SERVER_TEXT - 3] + "..."
     return f" -- {message}"

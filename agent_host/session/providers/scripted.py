@@ -18,6 +18,7 @@ the conversation they were given.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 from collections.abc import AsyncIterator
@@ -188,7 +189,7 @@ async def _play(step: ScriptedStep, request: ModelRequest) -> AsyncIterator[Mode
         if delay:
             await asyncio.sleep(delay)
         # copied, so a consumer that mutates the arguments can't change the script
-        arguments = json.loads(json.dumps(call.arguments))
+        arguments = copy.deepcopy(call.arguments)  # strings are shared, not encoded
         yield ToolCallRequest(f"call_{request.step}_{index}", call.name, arguments)
     if step.usage is not None:
         yield UsageReport(*step.usage)

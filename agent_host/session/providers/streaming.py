@@ -15,6 +15,8 @@ import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import orjson
+
 from ..errors import ModelError
 from ..model import (
     RAW_ARGUMENTS_KEY,  # noqa: E402 (re-exported)
@@ -119,4 +121,5 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_input_tokens(messages: list[dict[str, Any]]) -> int:
-    return estimate_tokens(json.dumps(messages, ensure_ascii=False, default=str))
+    # orjson: the stdlib's encoder took 200 ms on the loop for a 30 MB conversation
+    return len(orjson.dumps(messages, default=str)) // 4

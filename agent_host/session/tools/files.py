@@ -6,10 +6,12 @@ it is in the session log before it is on disk.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..errors import ToolError
 from .context import ToolContext, display_path
+from .lines import count_lines, window
 from .specs import READ_DEFAULT_LINES, READ_MAX_CHARS, READ_MAX_LINE_CHARS
 
 # Undecodable bytes become lone surrogates and back, so an edit to a file that is not
@@ -32,9 +34,11 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def numbered(number: int, line: str, max_chars: int = READ_MAX_LINE_CHARS) -> str:
-    if len(line) > max_chars:
-        line = f"{line[:max_chars]}... [line cut: {len(line) - max_chars:,} more characters]"
+def numbered(number: int, line: str, max_chars: int = READ_MAX_LINE_CHARS, length: int = -1) -> str:
+    """``line`` as read_file shows it; ``length``: its full length, if ``line`` was cut already."""
+    length = len(line) if length < 0 else length
+    if length > max_chars:
+        line = f"{line[:max_chars]}... [line cut: {length - max_chars:,} more characters]"
     return f"{number:6}\t{line}"
 
 
@@ -69,29 +73,29 @@ async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
         return f"{shown} is a binary file ({len(data):,} bytes); its content is not shown."
     if not data:
         return f"{shown} is empty (0 bytes)."
+    # Counted, found and decoded a megabyte at a time, in a thread: a huge file
+    # never holds the event loop (tools/lines.py).
+    shown_lines = await asyncio.to_thread(
+        window, data, offset, limit, READ_MAX_LINE_CHARS, READ_MAX_CHARS
+    )
+    total = shown_lines.total
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines")
     notes = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
+    if shown_lines.replaced:
         notes.append("[the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
-    lines = split_lines(text)
-    if offset > len(lines):
-        raise ToolError(f"offset {offset} is past the end of {shown}, which has {len(lines)} lines")
     rows: list[str] = []
     size = 0
-    last = min(len(lines), offset - 1 + limit)
-    for number in range(offset, last + 1):
-        row = numbered(number, lines[number - 1])
+    last = offset - 1
+    for line, length in zip(shown_lines.lines, shown_lines.lengths, strict=True):
+        row = numbered(last + 1, line, length=length)
         if rows and size + len(row) > READ_MAX_CHARS:
-            last = number - 1
             break
         rows.append(row)
         size += len(row) + 1
-    if last < len(lines):
-        notes.append(
-            f"[showing lines {offset}-{last} of {len(lines)}; read on with offset={last + 1}]"
-        )
+        last += 1
+    if last < total:
+        notes.append(f"[showing lines {offset}-{last} of {total}; read on with offset={last + 1}]")
     return "\n".join(rows + ([""] + notes if notes else []))
 
 
@@ -104,7 +108,7 @@ async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
         return f"{shown} already has exactly this content; nothing changed."
     await ctx.change_file(shown, data)
     verb = "Created" if before is None else "Wrote"
-    return f"{verb} {shown} ({len(data):,} bytes, {len(split_lines(content))} lines)."
+    return f"{verb} {shown} ({len(data):,} bytes, {count_lines(data)} lines)."
 
 
 async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -173,15 +177,28 @@ def _count_overlapping(text: str, sub: str) -> int:
 
 
 def _snippet(text: str, start: int, inserted: str) -> str:
-    """The edited lines with a little context, numbered as read_file shows them."""
+    """The edited lines with a little context, numbered as read_file shows them.
+
+    Found from the edit outwards with ``find``: splitting a file of a million lines
+    to show a dozen held the event loop for a second.
+    """
     first = text.count("\n", 0, start) + 1
     last = first + inserted.count("\n")
-    lines = split_lines(text)
+    total = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     lo = max(1, first - _SNIPPET_CONTEXT)
-    hi = min(len(lines), last + _SNIPPET_CONTEXT, lo + _SNIPPET_MAX_LINES - 1)
+    hi = min(total, last + _SNIPPET_CONTEXT, lo + _SNIPPET_MAX_LINES - 1)
     if hi < lo:
         return "(the file is now empty)"
-    rows = [numbered(n, lines[n - 1]) for n in range(lo, hi + 1)]
+    pos = text.rfind("\n", 0, start) + 1  # where line `first` starts
+    for _ in range(first - lo):
+        pos = text.rfind("\n", 0, pos - 1) + 1
+    rows = []
+    for number in range(lo, hi + 1):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
+        rows.append(numbered(number, line[:-1] if line.endswith("\r") else line))
+        pos = end + 1
     return f"Lines {lo}-{hi} now read:\n" + "\n".join(rows)
 
 
