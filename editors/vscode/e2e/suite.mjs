@@ -60,12 +60,10 @@ const ctx = {
         return `scripted:${file}`;
     },
     scripts: 0,
-    /** User settings (the defaults above plus `extra`). */
-    userSettings(extra) {
-        writeSettings(profile, 'User', { ...baseSettings, ...extra });
-    },
-    machineSettings(extra) {
-        writeSettings(profile, 'Machine', extra);
+    settingsFile: (scope) => path.join(profile.userData, scope, 'settings.json'),
+    /** The User settings file, before the window opens. */
+    userSettings(settings) {
+        writeSettings(profile, 'User', settings);
     },
     wb: undefined,
     server: undefined,

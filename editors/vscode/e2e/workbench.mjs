@@ -117,6 +117,7 @@ export class Workbench {
     }
 
     static async open(context, url, folder, artifacts) {
+        await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
         const page = await context.newPage();
         const wb = new Workbench(page, artifacts);
         await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
@@ -160,6 +161,8 @@ export class Workbench {
         }, `the command ${title}`, 40_000);
         await sleep(150);
         await input.press('Enter');
+        // the palette gives way (to the command's own input, or to nothing)
+        await waitFor(async () => !(await input.isVisible()) || !(await input.inputValue()).startsWith('>'), `${title} to run`);
     }
 
     /** Types into the open quick input (an input box) and accepts. */
@@ -192,7 +195,7 @@ export class Workbench {
 
     async answerModal(button) {
         const dialog = this.page.locator('.monaco-dialog-box');
-        await dialog.locator('.monaco-button', { hasText: button }).first().click();
+        await dialog.getByRole('button', { name: button, exact: true }).click();
         await dialog.waitFor({ state: 'hidden' });
     }
 
@@ -220,18 +223,56 @@ export class Workbench {
     }
 
     async focusEditor() {
-        await this.page.locator('.editor-instance .monaco-editor .view-lines').first().click({ position: { x: 400, y: 200 }, force: true });
+        await this.page.locator('.editor-group-container.active .editor-instance .monaco-editor .view-lines').first().click({ position: { x: 400, y: 200 }, force: true });
     }
 
     /** The active editor's text, as rendered (the test files fit on screen). */
     async editorText() {
-        const lines = await this.page.locator('.editor-instance .monaco-editor .view-lines .view-line').evaluateAll((nodes) =>
+        const lines = await this.page.locator('.editor-group-container.active .editor-instance .monaco-editor .view-lines .view-line').evaluateAll((nodes) =>
             nodes
                 .map((n) => ({ top: parseFloat(n.style.top || '0'), text: n.textContent.replace(/\u00a0/g, ' ') }))
                 .sort((a, b) => a.top - b.top)
                 .map((l) => l.text),
         );
         return lines.join('\n');
+    }
+
+    /**
+     * Replaces a settings file (`file`, "User" or "Remote") through its editor, as a
+     * user would: a file written behind code-server's back is not always noticed.
+     */
+    async editSettings(which, file, settings) {
+        await this.command(which === 'User' ? 'Preferences: Open User Settings (JSON)' : 'Preferences: Open Remote Settings (JSON)');
+        const text = JSON.stringify(settings, null, 2);
+        await waitFor(async () => {
+            // the editor (a modal one in 1.139) has the focus once it is open
+            const focused = await this.page.evaluate(() => document.activeElement?.closest('.monaco-editor') !== null);
+            return focused && (await this.page.locator('.monaco-editor .view-line', { hasText: '{' }).count()) > 0;
+        }, `the ${which} settings editor`);
+        await sleep(300);
+        // pasted, not typed: typing would auto-close brackets and indent
+        await this.page.evaluate((t) => navigator.clipboard.writeText(t), text);
+        await this.page.keyboard.press('Control+A');
+        await this.page.keyboard.press('Control+V');
+        await this.page.keyboard.press('Control+S');
+        const saved = () => {
+            try {
+                return JSON.stringify(JSON.parse(fs.readFileSync(file, 'utf8'))) === JSON.stringify(settings);
+            } catch {
+                return false;
+            }
+        };
+        await waitFor(saved, `${file} saved`);
+        await sleep(300);
+        await this.page.keyboard.press('Control+S'); // what was typed after the first save
+        await sleep(300);
+        await this.page.keyboard.press('Control+W');
+        const ask = this.page.locator('.monaco-dialog-box', { hasText: 'save the changes' });
+        if (await ask.isVisible({ timeout: 1000 }).catch(() => false)) {
+            await ask.getByRole('button', { name: 'Save', exact: true }).click();
+        }
+        await waitFor(saved, `${file} still as saved`);
+        await sleep(300);
     }
 
     async press(keys) {
@@ -245,6 +286,15 @@ export class Workbench {
     /** Every notification toast's text (the center closed). */
     async toasts() {
         return this.page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    }
+
+    /** Clicks `button` on the toast that says `text` (toasts re-render: retried). */
+    async toastButton(text, button, timeoutMs = 20_000) {
+        const toast = this.page.locator('.notifications-toasts .notification-toast', { hasText: text });
+        await waitFor(async () => {
+            await toast.getByRole('button', { name: button, exact: true }).click({ timeout: 2000 });
+            return true;
+        }, `${button} on the toast "${text}"`, timeoutMs);
     }
 
     async clearToasts() {

@@ -200,7 +200,7 @@ function html(webview: vscode.Webview): string {
         if (e.context && e.context.length) {
           const chips = el('div', 'chips');
           for (const c of e.context) {
-            const chip = el('span', 'chip', '📎 ' + c.label);
+            const chip = el('span', 'chip', c.label);
             chip.title = c.uri || '';
             chips.append(chip);
           }
