@@ -144,6 +144,8 @@ export const scenarios = [
             await wb.press('Control+End');
             await wb.type('draft line');
             await waitFor(() => wb.isDirty('notes.md'), 'notes.md dirty');
+            // notes.md in a background tab: the revert that makes it clean needs it active
+            await wb.tab('greet.py').click();
             const frame = await wb.chatFrame();
             await frame.locator('#prompt').fill(PROMPT_2);
             await frame.locator('#prompt').press('Enter');
@@ -153,6 +155,7 @@ export const scenarios = [
             await wb.shot('second modal');
             await wb.answerModal('Reject');
             await chatHas(wb, /Wrote the notes; left greet\.py\./);
+            await waitFor(async () => (await wb.tab('greet.py').getAttribute('class')).split(/\s+/).includes('active'), 'greet.py active again');
             await editorIs(wb, 'notes.md', AGENT_NOTES, false);
             assert.equal(ctx.read('notes.md'), AGENT_NOTES);
             assert.equal(ctx.read('greet.py'), `${GREET}# mine`);
