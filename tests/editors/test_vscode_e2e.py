@@ -5,7 +5,8 @@ The extension talks to this checkout's ``agent-host serve`` (the venv's executab
 with a scripted model. Every step of editors/vscode/e2e/scenarios.mjs must pass;
 screenshots and logs of each are written to a folder the test prints (kept by
 pytest's tmp_path retention). code-server and the browser driver are installed once
-into the test cache (tests/editors/code_server.py): about 3 minutes from nothing.
+into the test cache (tests/editors/code_server.py): about 4 minutes from nothing on
+two cores, nothing later; a warm run takes about 2 minutes (npm ci and vsce included).
 
 Without the toolchain the test skips -- fails with AGENT_HOST_REQUIRE_EDITORS=1 (CI).
 """
@@ -32,7 +33,8 @@ SCENARIOS = EXTENSION / "e2e" / "scenarios.mjs"
 
 def step_names() -> list[str]:
     """The steps scenarios.mjs declares, in order."""
-    return re.findall(r"^    \[\n        '([^']+)',", SCENARIOS.read_text(), re.M)
+    found = re.findall(r"^    \[\n        (['\"])(.+?)\1,$", SCENARIOS.read_text(), re.M)
+    return [name for _quote, name in found]
 
 
 @pytest.fixture(scope="module")
