@@ -25,6 +25,7 @@ from ..rpc.errors import ErrorCode
 from ..service import ContextItem
 from ..session import events as ev
 from ..session.checkpoints import Checkpoint
+from ..session.conversation import prompt_content
 from ..session.restore import RestoreResult, UndoResult
 from ..session.store import SessionInfo
 from .errors import RequestError, invalid_params
@@ -122,7 +123,7 @@ def replay(timeline: Iterable[ev.Event], root: Path) -> list[Any]:
     updates: list[Any] = []
     for event in timeline:
         if isinstance(event, ev.UserPrompt):
-            updates.append(update_user_message_text(event.text))
+            updates.append(update_user_message_text(prompt_content(event)))
         elif isinstance(event, ev.AssistantMessage) and event.text:
             updates.append(update_agent_message_text(event.text))
         elif isinstance(event, ev.ToolCall):

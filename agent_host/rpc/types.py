@@ -69,6 +69,8 @@ class SendParams:
     model: str | None = None
     """This turn's model, instead of the one the session was started with."""
     context: list[ContextItem] = attrs.field(factory=list)
+    """Logged beside the prompt (``user_prompt``'s ``context``), out of titles; the
+    model reads it appended to the prompt as ``<context uri=...>`` blocks."""
 
 
 @attrs.define

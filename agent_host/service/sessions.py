@@ -152,13 +152,8 @@ class SessionService:
         """One turn; a session that does not exist yet is started under that id."""
         session_id = session_id or new_session_id()
         host = self.host_of(session_id)
-        if context:
-            shown = "\n\n".join(
-                f"<context uri={c.uri!r}>\n{c.text}\n</context>" if c.uri else c.text
-                for c in context
-            )
-            prompt = f"{prompt}\n\n{shown}"
-        result = await host.send(prompt, session_id=session_id, model=model)
+        attached = [{"text": c.text, **({"uri": c.uri} if c.uri else {})} for c in context]
+        result = await host.send(prompt, session_id=session_id, model=model, context=attached)
         return SendOutcome(result, await host.session_cost(session_id))
 
     async def cancel(self, session_id: str) -> bool:

@@ -35,7 +35,7 @@ def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], l
         if kind is UserPrompt:
             if open_calls:
                 _answer_open_calls(messages, seqs, open_calls)
-            content = event.text if event.item is None else _user_content(event)
+            content = prompt_content(event) if event.item is None else _user_content(event)
             messages.append({"role": "user", "content": content})
             seqs.append(event.seq)
         elif kind is AssistantMessage:
@@ -81,6 +81,19 @@ def call_arguments(call: ToolCall) -> str:
     if call.item is not None and isinstance(call.item.get("arguments"), str):
         return call.item["arguments"]
     return orjson.dumps(call.arguments).decode()
+
+
+def prompt_content(prompt: UserPrompt) -> str:
+    """A prompt as the model reads it: its text, then each context block."""
+    if not prompt.context:
+        return prompt.text
+    blocks = [
+        f"<context uri={c['uri']!r}>\n{c.get('text', '')}\n</context>"
+        if c.get("uri")
+        else str(c.get("text", ""))
+        for c in prompt.context
+    ]
+    return "\n\n".join([prompt.text, *blocks])
 
 
 def _user_content(prompt: UserPrompt) -> str | list[dict[str, Any]]:

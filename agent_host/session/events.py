@@ -52,6 +52,10 @@ class UserPrompt(Event):
     item: dict[str, Any] | None = None
     """The Responses API item this came as (through ``add_items``), kept verbatim
     so the Agents SDK reads back exactly what it stored; None for our own turns."""
+    context: list[dict[str, Any]] | None = None
+    """What the user attached (``{"text", "uri"?}`` each: a selection, a file), kept
+    apart from ``text`` so titles and the editor's chat show the prompt alone; the
+    model gets both (:func:`~agent_host.session.conversation.prompt_content`)."""
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -232,7 +236,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 converter = cattrs.Converter()
-_OMITTED_WHEN_NONE = ("item", "model", "conflicts")
+_OMITTED_WHEN_NONE = ("item", "model", "conflicts", "context")
 
 
 def _unstructure_with_type(cls: type[Event]) -> Any:

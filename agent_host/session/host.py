@@ -230,17 +230,22 @@ class AgentHost:
     # -- turns
 
     async def send(
-        self, prompt: str, session_id: str | None = None, model: str | None = None
+        self,
+        prompt: str,
+        session_id: str | None = None,
+        model: str | None = None,
+        context: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
         """Run one turn. A second send to a session with a turn running raises TurnInProgress.
 
-        ``model`` overrides, for this turn, the model the session was started with.
+        ``model`` overrides, for this turn, the model the session was started with;
+        ``context`` (``{"text", "uri"?}`` each) is logged beside the prompt.
         """
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
-        task = asyncio.create_task(self._run(sid, prompt, model))
+        task = asyncio.create_task(self._run(sid, prompt, model, context or None))
         self._turns[sid] = task
         try:
             result = await asyncio.shield(task)
@@ -271,7 +276,9 @@ class AgentHost:
         await asyncio.gather(task, return_exceptions=True)
         return True
 
-    async def _run(self, sid: str, prompt: str, model: str | None) -> TurnResult:
+    async def _run(
+        self, sid: str, prompt: str, model: str | None, context: list[dict[str, Any]] | None
+    ) -> TurnResult:
         state = await self._state(sid)
         chosen = model if model and model != _session_model(state.timeline) else None
         provider = self._resources.provider(model or _session_model(state.timeline))
@@ -291,6 +298,7 @@ class AgentHost:
             index=self._resources.index(),
             mcp=self._resources.mcp_servers(sid),
             chosen_model=chosen,
+            context=context,
         )
         async with self.store.turn_lease(sid):
             await _finish_pending(state, self.workspace)

@@ -19,7 +19,7 @@ import attrs
 import orjson
 
 from . import events as ev
-from .conversation import INTERRUPTED, call_arguments, summary_text
+from .conversation import INTERRUPTED, call_arguments, prompt_content, summary_text
 from .model import RAW_ARGUMENTS_KEY
 from .state import SessionState
 
@@ -149,7 +149,7 @@ def _render(event: ev.Event) -> Item | None:
     """The item the SDK would have stored for an event our own turn wrote."""
     kind = type(event)
     if kind is ev.UserPrompt:
-        return {"role": "user", "content": event.text}
+        return {"role": "user", "content": prompt_content(event)}
     if kind is ev.AssistantMessage:
         # A step that only called tools logs an empty message: the SDK has no item for it.
         return {"role": "assistant", "content": event.text} if event.text else None

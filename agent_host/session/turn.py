@@ -82,6 +82,8 @@ class TurnSettings:
     """The MCP servers whose tools the model is offered (None: ours only)."""
     chosen_model: str | None = None
     """A model the caller chose for this turn over the session's: the prompt records it."""
+    context: list[dict[str, Any]] | None = None
+    """What the user attached to the prompt: the prompt records it."""
 
 
 async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
@@ -96,7 +98,9 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
                     workspace=str(settings.workspace.roots[0]), model=settings.provider.model
                 )
             )
-        opening.append(ev.UserPrompt(text=prompt, model=settings.chosen_model))
+        opening.append(
+            ev.UserPrompt(text=prompt, model=settings.chosen_model, context=settings.context)
+        )
         turn.start = state.head
         turn.checkpoint = await state.append(opening)
         stop_reason = await turn.loop()

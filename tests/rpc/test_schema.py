@@ -96,7 +96,9 @@ def test_properties_are_camel_case_with_required_defaults_and_descriptions(schem
         "default": None,
         "description": "Omitted: a new session.",
     }
-    assert send["properties"]["context"] == {
+    context = send["properties"]["context"]
+    assert context["description"].startswith("Logged beside the prompt")
+    assert {k: v for k, v in context.items() if k != "description"} == {
         "type": "array",
         "items": {"$ref": "#/$defs/ContextItem"},
         "default": [],

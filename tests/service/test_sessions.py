@@ -119,7 +119,14 @@ async def test_context_reaches_the_prompt_and_close_stops_a_turn(tmp_path, folde
         done = await asyncio.wait_for(turn, 10)
         assert done.result.stop_reason == "cancelled"
         [prompt] = [u for _, u in port.updates if type(u).__name__ == "UserPrompt"]
-        assert "<context uri='file:///a.py'>\nprint(1)\n</context>" in prompt.text
+        # logged apart from the prompt (titles are made of the text alone)...
+        assert prompt.text == "look"
+        assert prompt.context == [{"text": "print(1)", "uri": "file:///a.py"}]
+        # ...and the model reads both
+        [user] = [m for m in await service.history(sid) if m["role"] == "user"]
+        assert user["content"] == "look\n\n<context uri='file:///a.py'>\nprint(1)\n</context>"
+        [summary] = (await service.list()).sessions
+        assert summary.title == "look"
         with pytest.raises(ValueError, match="limit"):
             await service.list(limit=0)
     finally:

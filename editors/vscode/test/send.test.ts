@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { REQUESTS, CANCEL, EVENT, REQUEST_PERMISSION } from '../src/protocol/methods';
 import { Transcript } from '../src/protocol/transcript';
-import { PROTOCOL_VERSION, type SessionEvent } from '../src/protocol/types';
+import { PROTOCOL_VERSION, type SessionEvent, type UserPromptData } from '../src/protocol/types';
 import { serve } from './helpers';
 
 const WRITE_A = "print('hi')\n";
@@ -80,7 +80,14 @@ test('send streams the turn in order and answers with its result', async () => {
         const prompt = events[0];
         assert.equal(prompt.kind, 'user_prompt');
         assert.equal((prompt.data as { seq: number }).seq, result.checkpoint);
-        assert.match((prompt.data as { text: string }).text, /^Write a\.py\n\n<context uri='file:.*README\.md'>\n# the project\n<\/context>$/);
+        // the prompt and its context apart (the title is the prompt's); the model reads both
+        const logged = prompt.data as UserPromptData;
+        assert.equal(logged.text, 'Write a.py');
+        assert.deepEqual(logged.context, [{ text: '# the project', uri: f.uri('README.md') }]);
+        const { messages: asLogged } = await api.history({ sessionId });
+        assert.match(String(asLogged[0].content), /^Write a\.py\n\n<context uri='file:.*README\.md'>\n# the project\n<\/context>$/);
+        const shown = Transcript.fromHistory(sessionId, asLogged).entries[0];
+        assert.deepEqual(shown, { role: 'user', text: 'Write a.py', context: [{ uri: f.uri('README.md'), label: 'README.md (1 line)' }] });
 
         // the deltas of each model call add up to its assistant_message
         let streamed = '';

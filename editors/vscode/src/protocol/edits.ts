@@ -3,9 +3,9 @@
  * `workspace/applyEdit` the way an editor does: apply the edit to its open
  * buffer, then tell the server with `textDocument/didChange`.
  *
- * The extension leaves applyEdit to vscode-languageclient (VS Code's own
- * buffers); this is for headless clients and for the tests, which play an editor
- * against the real server.
+ * The extension answers applyEdit itself (ui/agentEdits: VS Code's buffers, left
+ * clean when they equal the disk) with `applyTextEdits`; the MemoryEditor is for
+ * headless clients and for the tests, which play an editor against the real server.
  */
 
 import type { Disposable, RpcEndpoint } from './api';

@@ -7,7 +7,7 @@
 import type { ChatMessage, CheckpointInfo, SendResult, SessionEvent } from './types';
 
 export type Entry =
-    | { role: 'user'; text: string; seq?: number }
+    | { role: 'user'; text: string; context?: ContextChip[]; seq?: number }
     | { role: 'assistant'; text: string; streaming: boolean; seq?: number }
     | {
           role: 'tool';
@@ -20,6 +20,45 @@ export type Entry =
       }
     | { role: 'file'; path: string; change: 'created' | 'modified' | 'deleted'; seq?: number }
     | { role: 'info'; text: string; level: 'info' | 'warning' | 'error' };
+
+/** What the user attached to a prompt, as the chat shows it (a chip, not the text). */
+export interface ContextChip {
+    uri?: string;
+    /** The file's name and the lines attached: `greet.py (2 lines)`. */
+    label: string;
+}
+
+function chip(uri: unknown, text: unknown): ContextChip {
+    const body = typeof text === 'string' ? text : '';
+    const lines = body ? body.split('\n').length : 0;
+    const at = typeof uri === 'string' && uri ? uri : undefined;
+    const name = at ? decodeURIComponent(at.replace(/[?#].*$/, '').split('/').pop() || at) : 'selection';
+    return { ...(at ? { uri: at } : {}), label: `${name} (${lines} line${lines === 1 ? '' : 's'})` };
+}
+
+/** A logged prompt's context (`user_prompt`'s `context`), as chips. */
+function chipsOf(context: unknown): ContextChip[] | undefined {
+    if (!Array.isArray(context) || !context.length) {
+        return undefined;
+    }
+    return context.map((c: { uri?: unknown; text?: unknown }) => chip(c?.uri, c?.text));
+}
+
+const CONTEXT_BLOCK = /\n\n<context uri=(['"])(.*?)\1>\n([\s\S]*?)\n<\/context>$/;
+
+/**
+ * A prompt as session/history gives it (the model's view: the prompt, then each
+ * context block the server appended) split back into the prompt and its chips.
+ */
+export function splitContext(content: string): { text: string; context?: ContextChip[] } {
+    const chips: ContextChip[] = [];
+    let text = content;
+    for (let m = CONTEXT_BLOCK.exec(text); m; m = CONTEXT_BLOCK.exec(text)) {
+        chips.unshift(chip(m[2], m[3]));
+        text = text.slice(0, m.index);
+    }
+    return chips.length ? { text, context: chips } : { text };
+}
 
 export interface TranscriptState {
     sessionId: string;
@@ -107,7 +146,7 @@ export class Transcript {
         switch (event.kind) {
             case 'user_prompt':
                 this.state.running = true;
-                entries.push({ role: 'user', text: String(data.text ?? ''), seq });
+                entries.push({ role: 'user', text: String(data.text ?? ''), ...withChips(chipsOf(data.context)), seq });
                 return true;
             case 'text_delta': {
                 const open = this.streaming();
@@ -267,7 +306,8 @@ export class Transcript {
                     turnFiles = pending[at];
                     pending.splice(0, at + 1);
                 }
-                t.state.entries.push({ role: 'user', text: content });
+                const prompt = splitContext(content);
+                t.state.entries.push({ role: 'user', text: prompt.text, ...withChips(prompt.context) });
                 turnStart = t.state.entries.length;
             } else if (message.role === 'assistant') {
                 if (content) {
@@ -322,6 +362,10 @@ export function formatCost(usd: number | null | undefined): string {
     return `$${usd.toFixed(usd >= 1 ? 2 : 4)}`;
 }
 
+function withChips(context: ContextChip[] | undefined): { context?: ContextChip[] } {
+    return context ? { context } : {};
+}
+
 /** Markdown of a transcript (the Show History document). */
 export function toMarkdown(title: string, entries: readonly Entry[]): string {
     const out: string[] = [`# ${title}`, ''];
@@ -329,6 +373,9 @@ export function toMarkdown(title: string, entries: readonly Entry[]): string {
         switch (e.role) {
             case 'user':
                 out.push('## You', '', e.text, '');
+                if (e.context?.length) {
+                    out.push(`*context: ${e.context.map((c) => c.label).join(', ')}*`, '');
+                }
                 break;
             case 'assistant':
                 out.push('## Agent', '', e.text, '');

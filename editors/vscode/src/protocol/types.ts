@@ -208,7 +208,10 @@ interface Logged {
 }
 
 export interface UserPromptData extends Logged {
+    /** The prompt alone (what titles are made of). */
     text: string;
+    /** What was attached to it (the model reads both). */
+    context?: ContextItem[];
 }
 export interface TextDeltaData {
     text: string;

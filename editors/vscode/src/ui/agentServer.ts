@@ -13,8 +13,10 @@ import {
     type ServerOptions,
 } from 'vscode-languageclient/node';
 import { AgentApi, type RpcEndpoint } from '../protocol/api';
+import type { ApplyWorkspaceEditParams } from '../protocol/edits';
 import { PROTOCOL_VERSION, type SessionEvent } from '../protocol/types';
 import { initializationOptions, resolveServerCommand } from '../protocol/server';
+import { applyAgentEdit } from './agentEdits';
 import { errorText } from './errors';
 import type { PermissionPrompter } from './permission';
 import type { NotificationProgress } from './progress';
@@ -143,6 +145,8 @@ export class AgentServer {
         api.setPermissionHandler((params) => this.hooks.prompter.ask(params));
         this.clientDisposables.push(
             api,
+            // replaces the client's own handler (registered first): see agentEdits
+            client.onRequest('workspace/applyEdit', (params: ApplyWorkspaceEditParams) => applyAgentEdit(params, this.hooks.log)),
             client.onDidChangeState((e) => {
                 this.state = e.newState === State.Running ? '' : e.newState === State.Starting ? 'starting' : 'stopped';
                 this.hooks.onStateChange();

@@ -31,8 +31,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     private state: ChatState | undefined;
     private timer: NodeJS.Timeout | undefined;
     private readonly disposables: vscode.Disposable[] = [];
+    /** Settled when the page has said it is ready (and got its first render). */
+    private shown: { promise: Promise<void>; resolve: () => void };
 
-    constructor(private readonly onMessage: (message: ChatMessageFromView) => void) {}
+    constructor(private readonly onMessage: (message: ChatMessageFromView) => void) {
+        let resolve = () => {};
+        this.shown = { promise: new Promise<void>((r) => (resolve = r)), resolve: () => resolve() };
+    }
 
     dispose(): void {
         if (this.timer) {
@@ -51,6 +56,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
             view.webview.onDidReceiveMessage((message: ChatMessageFromView) => {
                 if (message.type === 'ready') {
                     this.flush();
+                    this.shown.resolve();
                 } else {
                     this.onMessage(message);
                 }
@@ -73,6 +79,18 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         } else {
             await vscode.commands.executeCommand(`${ChatViewProvider.viewId}.focus`);
         }
+    }
+
+    /**
+     * Reveals the view and waits (up to `timeoutMs`) for its page to be up. A modal
+     * shown while the webview is still loading keeps the side bar blank until it is
+     * answered, so a turn that may ask permission waits for this first.
+     */
+    async revealAndWait(timeoutMs: number): Promise<void> {
+        await this.reveal();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([this.shown.promise, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+        clearTimeout(timer);
     }
 
     /** The state to show; renders are coalesced (text deltas come fast). */
@@ -121,6 +139,8 @@ function html(webview: vscode.Webview): string {
   .tool details { margin-top: 2px; }
   .tool pre { margin: 2px 0; white-space: pre-wrap; max-height: 16em; overflow: auto; }
   .file { font-style: italic; opacity: 0.85; }
+  .chips { display: flex; flex-wrap: wrap; gap: 4px; margin-top: 4px; }
+  .chip { font-size: 0.85em; padding: 1px 6px; border-radius: 8px; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
   .info { opacity: 0.85; font-style: italic; }
   .info.warning { color: var(--vscode-editorWarning-foreground); }
   .info.error { color: var(--vscode-errorForeground); }
@@ -177,6 +197,15 @@ function html(webview: vscode.Webview): string {
       const div = el('div', 'entry ' + e.role);
       if (e.role === 'user') {
         div.append(el('div', 'who', 'You'), el('div', 'body', e.text));
+        if (e.context && e.context.length) {
+          const chips = el('div', 'chips');
+          for (const c of e.context) {
+            const chip = el('span', 'chip', c.label);
+            chip.title = c.uri || '';
+            chips.append(chip);
+          }
+          div.append(chips);
+        }
       } else if (e.role === 'assistant') {
         if (e.streaming) div.classList.add('streaming');
         div.append(el('div', 'who', 'Agent'), el('div', 'body', e.text));

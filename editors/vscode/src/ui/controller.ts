@@ -100,6 +100,11 @@ export class Controller implements vscode.Disposable, UiContext {
             vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
         );
         this.render();
+        const remembered = this.state.current;
+        if (remembered && vscode.workspace.workspaceFolders?.length) {
+            // after a window reload: the chat shows that session again, not an empty one
+            this.sessions.loadRemembered(remembered).catch((err) => this.log(`loading ${remembered}: ${errorText(err)}`));
+        }
     }
 
     async dispose(): Promise<void> {

@@ -8,7 +8,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { AgentApi } from '../protocol/api';
+import { AgentError, type AgentApi } from '../protocol/api';
 import type { CheckpointInfo, SessionSummary } from '../protocol/types';
 import { Transcript, toMarkdown } from '../protocol/transcript';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
@@ -262,6 +262,36 @@ export class SessionCommands {
         void vscode.window.showInformationMessage(
             `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; it stays stored (List Sessions resumes it). The next prompt starts a new session.`,
         );
+    }
+
+    /**
+     * The session this workspace had current when the window closed (or reloaded),
+     * shown again: its conversation and its title. One that is gone is forgotten.
+     */
+    async loadRemembered(sessionId: string): Promise<void> {
+        const api = await this.ui.server.ensureStarted();
+        try {
+            await this.reload(sessionId);
+        } catch (err) {
+            if (err instanceof AgentError && err.codeName === 'SESSION_NOT_FOUND') {
+                this.ui.log(`the remembered session ${sessionId} is gone`);
+                if (this.ui.state.current === sessionId) {
+                    await this.ui.state.setCurrent(undefined);
+                }
+                return;
+            }
+            throw err;
+        }
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        const page = await api.list({ limit: LIST_PAGE, ...(folder ? { workspace: folder.uri.toString() } : {}) });
+        const title = page.sessions.find((s) => s.sessionId === sessionId)?.title;
+        const first = this.ui.state.transcripts.get(sessionId)?.entries.find((e) => e.role === 'user');
+        const shown = title || (first?.role === 'user' ? first.text.split('\n')[0].slice(0, 60) : undefined);
+        if (shown) {
+            this.ui.state.titles.set(sessionId, shown);
+        }
+        this.ui.log(`loaded the remembered session ${sessionId}`);
+        this.ui.render();
     }
 
     /** The transcript rebuilt from session/history (after a resume, restore or undo). */

@@ -45,7 +45,7 @@ export class TurnCommands {
         }
         const context = this.selectionContext();
         const transcript = state.transcript(sessionId);
-        void this.ui.chat.reveal();
+        await this.ui.chat.revealAndWait(5000);
         const turn = api.send({ sessionId, prompt, context });
         const op: Operation = {
             sessionId,
