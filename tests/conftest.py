@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
-import attrs
 import pytest
 
-from agent_host.session import Checkpointer, open_store
+from agent_host.session import Checkpointer
+from agent_host.session.store.conformance import FACTORIES, Backend
 
 BACKENDS = ["file", "sqlite", "memory"]
 
 
-@attrs.define
-class Backend:
-    """One store backend under test.
-
-    ``url`` opens the same store from another process (None for memory);
-    ``open()`` opens it again in this process, as a restarted server would.
-    """
-
-    name: str
-    url: str | None
-    open: Callable[[], Checkpointer]
-
-    @property
-    def durable(self) -> bool:
-        return self.url is not None
-
-
 def make_backend(name: str, tmp_path) -> Backend:
-    if name == "file":
-        url = (tmp_path / "store").as_uri()
-    elif name == "sqlite":
-        url = f"sqlite://{tmp_path / 'store.db'}"
-    elif name == "memory":
-        only = open_store("memory:")
-        return Backend(name, None, lambda: only)
-    else:
+    if name not in FACTORIES:
         raise ValueError(name)
-    return Backend(name, url, lambda: open_store(url))
+    return FACTORIES[name](tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)
