@@ -63,14 +63,27 @@ class Backend:
     name: str
     url: str | None
     open: Callable[[], Checkpointer]
+    opened: list[Checkpointer] = attrs.field(factory=list)
+    """Every store ``open()`` made, for :meth:`close_all` at the test's end."""
 
     @property
     def durable(self) -> bool:
         return self.url is not None
 
+    async def close_all(self) -> None:
+        """Close what the test opened and left open (a server store holds connections)."""
+        while self.opened:
+            await self.opened.pop().close()
+
 
 def by_url(name: str, url: str) -> Backend:
-    return Backend(name, url, lambda: open_store(url))
+    def opening() -> Checkpointer:
+        store = open_store(url)
+        backend.opened.append(store)
+        return store
+
+    backend = Backend(name, url, opening)
+    return backend
 
 
 def one_instance(name: str, url: str) -> Backend:

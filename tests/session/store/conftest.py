@@ -12,4 +12,4 @@ STORE_BACKENDS = [*BACKENDS, "sqlite-memory"]
 
 @pytest.fixture(params=STORE_BACKENDS)
 def backend(request, tmp_path) -> Backend:
-    return make_backend(request.param, tmp_path)
+    return make_backend(request.param, tmp_path, request)

@@ -1,0 +1,95 @@
+"""The PostgreSQL store's tables: numbered migrations in a schema of the store's own.
+
+``<schema>.schema_version`` holds one row per applied step. Steps run on first use,
+in one transaction under a transaction-level advisory lock (PostgreSQL's DDL is
+transactional), so stores starting at once on several hosts migrate once, in order.
+Append only: a released step is never edited; a database newer than this version
+is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import psycopg
+from psycopg import sql
+
+from ..errors import StoreUnavailable
+
+# {s} is the schema, quoted. Append only.
+MIGRATIONS = [
+    # 1: sessions and their summaries, events, truncations, blobs in chunks.
+    """
+    CREATE TABLE {s}.sessions (
+        id text PRIMARY KEY,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        head bigint NOT NULL,
+        turns integer NOT NULL,
+        title text NOT NULL,
+        workspace text NOT NULL
+    );
+    CREATE INDEX sessions_newest_first ON {s}.sessions (updated_at DESC, id DESC);
+    CREATE TABLE {s}.events (
+        session_id text NOT NULL,
+        seq bigint NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE {s}.truncations (
+        session_id text NOT NULL,
+        id integer NOT NULL,
+        seq bigint NOT NULL,
+        ts double precision NOT NULL,
+        events bytea NOT NULL,
+        PRIMARY KEY (session_id, id)
+    );
+    CREATE TABLE {s}.blobs (
+        id text PRIMARY KEY,
+        size bigint NOT NULL,
+        touched_at double precision NOT NULL
+    );
+    CREATE TABLE {s}.blob_chunks (
+        blob_id text NOT NULL REFERENCES {s}.blobs (id) ON DELETE CASCADE,
+        n integer NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (blob_id, n)
+    );
+    """,
+]
+
+
+def lock_key(*parts: str) -> int:
+    """A stable signed 64-bit advisory lock key for ``parts``."""
+    digest = hashlib.sha256("\0".join(("agent-host", *parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def migrate(conn: psycopg.Connection, schema: str, where: str) -> None:
+    """Bring ``schema`` up to date on ``conn`` (not in a transaction)."""
+    s = sql.Identifier(schema)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("migrate", schema),))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=s))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {s}.schema_version ("
+                "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(s=s)
+        )
+        row = conn.execute(
+            sql.SQL("SELECT COALESCE(MAX(version), 0) FROM {s}.schema_version").format(s=s)
+        ).fetchone()
+        version = row[0] if row else 0
+        if version > len(MIGRATIONS):
+            raise StoreUnavailable(
+                f"{where}: schema {schema!r} is at version {version}, newer than this "
+                f"agent-host knows ({len(MIGRATIONS)}); upgrade agent-host"
+            )
+        for number, step in enumerate(MIGRATIONS[version:], version + 1):
+            for statement in filter(str.strip, step.split(";")):
+                conn.execute(sql.SQL(statement).format(s=s))  # type: ignore[arg-type]
+            conn.execute(
+                sql.SQL("INSERT INTO {s}.schema_version (version) VALUES (%s)").format(s=s),
+                (number,),
+            )
