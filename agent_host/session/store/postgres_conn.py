@@ -147,9 +147,9 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
     low = text.lower()
     fix = ""
     sqlstate = getattr(exc, "sqlstate", None)
-    if "does not exist" in low and "database" in low:
-        name = _quoted(text) or "it"
-        fix = f"the database does not exist; create it (createdb {name}) or fix the URL"
+    missing = re.search(r'database "([^"]+)" does not exist', text)
+    if missing:
+        fix = f"the database does not exist; create it (createdb {missing.group(1)}) or fix the URL"
     elif sqlstate == "28P01" or "password authentication failed" in low or "no password" in low:
         fix = (
             "the server refused the user's password; set it in PGPASSWORD or ~/.pgpass "
@@ -170,8 +170,3 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
     reason = text.splitlines()[0] if text else type(exc).__name__
     message = f"cannot {action} {target.url}: {reason}"
     return StoreUnavailable(f"{message}: {fix}" if fix else message)
-
-
-def _quoted(text: str) -> str | None:
-    found = re.search(r'"([^"]+)"', text)
-    return found.group(1) if found else None
