@@ -121,8 +121,9 @@ class PostgresCheckpointer(StoreBase):
         return row is not None and bytes(row[0]) == data
 
     def _events(self, conn: psycopg.Connection, session_id: str, since: int) -> list[ev.Event]:
-        rows = conn.execute(self._q.read, (session_id, since)).fetchall()
-        return [self.decode(data) for (data,) in rows]
+        # Binary: bytea arrives as it is stored, not as hex text to decode.
+        rows = conn.execute(self._q.read, (session_id, since), binary=True).fetchall()
+        return self.decode_many([data for (data,) in rows])
 
     def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
         with self._pool.connection("read") as conn:
