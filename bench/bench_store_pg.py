@@ -69,6 +69,9 @@ async def p1(url: str, iterations: int) -> list[Row]:
         await store.append("p1", turn_events(i))
         await peer.add_items(turn_items(i))
     pending: dict[str, list] = {}
+    # As the engine appends: with the head it last saw (one round trip; see
+    # PostgresCheckpointer._append_known).
+    held = {"head": await store.head("p1")}
 
     async def prep_events(it: int) -> None:
         pending["events"] = turn_events(1000 + it)
@@ -77,7 +80,7 @@ async def p1(url: str, iterations: int) -> list[Row]:
         pending["items"] = turn_items(1000 + it)
 
     async def ours(it: int) -> None:
-        await store.append("p1", pending["events"])
+        held["head"] = await store.append("p1", pending["events"], held["head"])
 
     async def theirs(it: int) -> None:
         await peer.add_items(pending["items"])

@@ -74,6 +74,10 @@ class PostgresCheckpointer(StoreBase):
 
     def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:
         ts = time.time()
+        if events and expected_head is not None:
+            effect = _batch_effect(events)
+            if effect is not None:
+                return self._append_known(session_id, events, expected_head, ts, effect)
         q = self._q
         committing = False
         new_head = 0
@@ -109,6 +113,54 @@ class PostgresCheckpointer(StoreBase):
             # events are either all there or none is. Look, so that an append that
             # did commit is acknowledged and one that did not is not.
             if committing and self._landed(session_id, new_head, last):
+                return new_head
+            raise
+
+    def _append_known(
+        self,
+        session_id: str,
+        events: list[ev.Event],
+        expected: int,
+        ts: float,
+        effect: tuple[int, str | None, str, str | None],
+    ) -> int:
+        """An append whose head the caller knows (the engine's always do): its seqs
+        are known, so one statement -- one round trip, its own transaction -- checks
+        the head, inserts the events, updates the summary and notifies."""
+        datas = [ev.encode(e, n, ts) for n, e in enumerate(events, expected + 1)]
+        prompts, set_title, first_title, workspace = effect
+        new_head = expected + len(events)
+        sent = False
+        try:
+            with self._pool.connection("append to") as conn:
+                conn.autocommit = True  # the statement is the transaction
+                try:
+                    sent = True
+                    row = conn.execute(
+                        self._q.append_known,
+                        (
+                            session_id,
+                            expected,
+                            datas,
+                            ts,
+                            prompts,
+                            set_title,
+                            first_title,
+                            workspace,
+                            self._channel,
+                            self.origin,
+                        ),  # fmt: skip
+                    ).fetchone()
+                except psycopg.Error as exc:
+                    if exc.sqlstate == "AH409":
+                        self.check_head(session_id, expected, int(str(exc.diag.message_primary)))
+                    raise
+                finally:
+                    if not conn.closed:
+                        conn.autocommit = False
+                return int(row[0]) if row else new_head
+        except StoreUnavailable:
+            if sent and self._landed(session_id, new_head, datas[-1]):
                 return new_head
             raise
 
@@ -196,6 +248,36 @@ class PostgresCheckpointer(StoreBase):
         return f"{self.origin} {head} {session_id}"
 
 
+_SENTINEL = "\0unknown\0"
+
+
+def _batch_effect(events: list[ev.Event]) -> tuple[int, str | None, str, str | None] | None:
+    """What appending ``events`` does to a summary whatever it was, as append_known
+    takes it: (prompts added, title set, title if there was none, workspace set);
+    None when that takes the whole log (a restore) or the title depends on the old
+    one in another way (a blank title, then a prompt)."""
+    if any(type(e) in (ev.Restore, ev.RestoreUndone) for e in events):
+        return None
+    blank = Summary(head=1, prompts=None)
+    known = Summary(head=1, title=_SENTINEL, workspace=_SENTINEL, prompts=None)
+    for n, event in enumerate(events, 2):
+        blank.add_as(event, n, 0.0)
+        known.add_as(event, n, 0.0)
+    if known.title == _SENTINEL:
+        set_title = None
+    elif known.title == blank.title:
+        set_title = blank.title
+    else:
+        return None
+    workspace = None if known.workspace == _SENTINEL else known.workspace
+    return blank.turns, _text(set_title), _text(blank.title), _text(workspace)
+
+
+def _text(value: str | None) -> str | None:
+    # A text column cannot hold NUL (the events, bytes, keep it): list() shows U+FFFD.
+    return None if value is None else value.replace("\0", "\ufffd")
+
+
 def _summary(row: tuple | None) -> Summary:
     if row is None:
         return Summary()
@@ -204,9 +286,7 @@ def _summary(row: tuple | None) -> Summary:
 
 
 def _row(s: Summary) -> tuple:
-    # A text column cannot hold NUL (the events, bytes, keep it): list() shows U+FFFD.
-    title, workspace = s.title.replace("\0", "\ufffd"), s.workspace.replace("\0", "\ufffd")
-    return (s.created_at, s.updated_at, s.head, s.turns, title, workspace)
+    return (s.created_at, s.updated_at, s.head, s.turns, _text(s.title), _text(s.workspace))
 
 
 class _Queries:
@@ -233,6 +313,9 @@ class _Queries:
             "title = %s, workspace = %s WHERE id = %s"
         )
         self.notify = q("SELECT pg_notify(%s, %s)")
+        self.append_known = q(
+            "SELECT {s}.append_known(%s, %s, %s::bytea[], %s, %s, %s, %s, %s, %s, %s)"
+        )
         self.event_at = q("SELECT data FROM {s}.events WHERE session_id = %s AND seq = %s")
         self.read = q("SELECT data FROM {s}.events WHERE session_id = %s AND seq > %s ORDER BY seq")
         self.read_all = q("SELECT seq, data FROM {s}.events WHERE session_id = %s ORDER BY seq")

@@ -155,8 +155,17 @@ async def test_a_lease_dies_with_its_connection(database):
         with admin(database) as conn:  # the holder's connection dies (its host crashed)
             conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                "WHERE locktype = 'advisory' AND granted"
+                "WHERE locktype = 'advisory' AND granted AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
             )
+            for _ in range(100):  # the backend ends (and lets go) a moment later
+                held = conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                    "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                ).fetchone()
+                if held == (0,):
+                    break
+                await asyncio.sleep(0.05)
         async with b.turn_lease("s1"):
             pass
         await lease.__aexit__(None, None, None)  # releasing a lock the server dropped
@@ -198,3 +207,55 @@ async def test_other_stores_appends_are_announced_and_its_own_are_not(database):
 def test_the_test_server_is_the_local_one():
     """The default the CI step starts; another is chosen by AGENT_HOST_TEST_PG."""
     assert ADMIN_URL.startswith("postgresql://")
+
+
+async def test_appends_with_a_known_head_keep_the_summary_the_log_gives(store):
+    """Such appends update the summary in SQL (append_known): it must be what
+    folding the log gives, whatever the batches hold."""
+    from agent_host.session.events import SessionStarted
+    from agent_host.session.store.summary import summarize
+
+    batches = [
+        [UserPrompt(text="   "), AssistantMessage(text="a blank prompt: no title yet")],
+        [UserPrompt(text="now a title"), AssistantMessage(text="x")],
+        [SessionStarted(title="Named later", workspace="/w/one"), UserPrompt(text="y")],
+        [UserPrompt(text="keeps the name"), SessionStarted(workspace="/w/two")],
+        [SessionStarted(title="  "), UserPrompt(text="after a blank name")],
+        [UserPrompt(text="nul \0 in the title")],
+    ]
+    for n, session_id in enumerate(["s1", "s2"]):
+        head = 0
+        for batch in batches[n:]:
+            head = await store.append(session_id, batch, expected_head=head)
+            (info,) = [i for i in await store.list() if i.id == session_id]
+            want = summarize(await store.read(session_id)).info(session_id)
+            want.title = want.title.replace("\0", "\ufffd")
+            assert info == want, batch
+
+
+async def test_a_connection_killed_during_a_known_head_append_fails_it_whole(store, database):
+    await store.append("s1", [UserPrompt(text="one")], expected_head=0)
+    blocker = psycopg.connect(database)
+    blocker.execute(f"SELECT 1 FROM {store.schema}.sessions WHERE id = 's1' FOR UPDATE")
+    try:
+        append = asyncio.ensure_future(
+            store.append("s1", [UserPrompt(text="lost")], expected_head=1)
+        )
+        with admin(database) as conn:
+            for _ in range(100):
+                row = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                ).fetchone()
+                if row:
+                    break
+                await asyncio.sleep(0.05)
+            assert row, "the append never waited on the row lock"
+            conn.execute("SELECT pg_terminate_backend(%s)", row)
+        with pytest.raises(StoreUnavailable, match="connection to the server was lost"):
+            await append
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert [e.text for e in await store.read("s1")] == ["one"]
+    assert await store.append("s1", [UserPrompt(text="two")], expected_head=1) == 2
