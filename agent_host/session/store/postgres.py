@@ -12,10 +12,12 @@ LISTEN/NOTIFY tells every store holding a session that another appended to it
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import SplitResult
 
 import psycopg
@@ -31,6 +33,8 @@ from .postgres_schema import migrate
 from .postgres_watch import Watcher, channel
 from .summary import Summary, summarize
 
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 _COLUMNS = "id, created_at, updated_at, head, turns, title, workspace"
 
 
@@ -73,6 +77,14 @@ class PostgresCheckpointer(StoreBase):
     # -- the primitives (see StoreBase), on worker threads
 
     def _append(self, session_id: str, events: list[ev.Event], expected_head: int | None) -> int:
+        # Once more after a lost connection (a server restart, pg_terminate_backend,
+        # a connection dead in the pool): _append_once has made sure the first try
+        # did not commit, so the retry cannot duplicate it.
+        return _once_more(self._append_once, session_id, events, expected_head)
+
+    def _append_once(
+        self, session_id: str, events: list[ev.Event], expected_head: int | None
+    ) -> int:
         ts = time.time()
         if events and expected_head is not None:
             effect = _batch_effect(events)
@@ -165,11 +177,16 @@ class PostgresCheckpointer(StoreBase):
             raise
 
     def _landed(self, session_id: str, seq: int, data: bytes) -> bool:
+        """Whether the append whose last event is ``data`` at ``seq`` committed. If
+        that cannot be found out either, the error says so, and is not retried."""
         try:
             with self._pool.connection("check an append to") as conn:
                 row = conn.execute(self._q.event_at, (session_id, seq)).fetchone()
-        except StoreUnavailable:
-            return False
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(
+                f"{exc}; an append to session {session_id!r} was being committed when the "
+                "connection was lost: read the session to see whether it landed"
+            ) from exc
         return row is not None and bytes(row[0]) == data
 
     def _events(self, conn: psycopg.Connection, session_id: str, since: int) -> list[ev.Event]:
@@ -177,26 +194,35 @@ class PostgresCheckpointer(StoreBase):
         rows = conn.execute(self._q.read, (session_id, since), binary=True).fetchall()
         return self.decode_many([data for (data,) in rows])
 
+    # Reads are tried once more after a lost connection: they change nothing.
+
     def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
+        return _once_more(self._read_once, session_id, since_seq)
+
+    def _read_once(self, session_id: str, since_seq: int) -> list[ev.Event]:
         with self._pool.connection("read") as conn:
             return self._events(conn, session_id, since_seq)
 
     def _head(self, session_id: str) -> int:
-        with self._pool.connection("read") as conn:
-            row = conn.execute(self._q.head, (session_id,)).fetchone()
-        return row[0] if row else 0
+        return _once_more(self._query, self._q.head, (session_id,), "read")[0][0]
+
+    def _query(self, query: sql.Composed, args: tuple, action: str) -> list[tuple]:
+        with self._pool.connection(action) as conn:
+            return conn.execute(query, args).fetchall() or [(0,)]
 
     def _list(self) -> list[SessionInfo]:
-        with self._pool.connection("list sessions in") as conn:
-            rows = conn.execute(self._q.list_all).fetchall()
+        rows = _once_more(self._rows, self._q.list_all, ())
         return [SessionInfo(*r) for r in rows]
 
-    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+    def _rows(self, query: sql.Composed, args: tuple) -> list[tuple]:
         with self._pool.connection("list sessions in") as conn:
-            if after is None:
-                rows = conn.execute(self._q.list_first, (limit,)).fetchall()
-            else:
-                rows = conn.execute(self._q.list_after, (after[0], after[1], limit)).fetchall()
+            return conn.execute(query, args).fetchall()
+
+    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+        if after is None:
+            rows = _once_more(self._rows, self._q.list_first, (limit,))
+        else:
+            rows = _once_more(self._rows, self._q.list_after, (after[0], after[1], limit))
         return [SessionInfo(*r) for r in rows]
 
     def _delete(self, session_id: str) -> None:
@@ -229,8 +255,7 @@ class PostgresCheckpointer(StoreBase):
         return self.decode_truncation(last + 1, seq, now, stash)
 
     def _truncations(self, session_id: str) -> list[Truncation]:
-        with self._pool.connection("read") as conn:
-            rows = conn.execute(self._q.truncations, (session_id,)).fetchall()
+        rows = _once_more(self._rows, self._q.truncations, (session_id,))
         return [self.decode_truncation(tid, s, ts, bytes(data)) for tid, s, ts, data in rows]
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
@@ -246,6 +271,18 @@ class PostgresCheckpointer(StoreBase):
 
     def _payload(self, session_id: str, head: int) -> str:
         return f"{self.origin} {head} {session_id}"
+
+
+def _once_more(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, and once more if the connection was lost (only for what is
+    safe to repeat: reads, and appends that checked theirs did not land)."""
+    try:
+        return fn(*args)
+    except StoreUnavailable as exc:
+        if not getattr(exc, "connection_lost", False):
+            raise
+        log.info("%s; trying once more on a new connection", exc)
+        return fn(*args)
 
 
 _SENTINEL = "\0unknown\0"

@@ -14,12 +14,13 @@ see PostgresCheckpointer._append). Passwords never reach a message.
 
 from __future__ import annotations
 
+import os
 import re
 import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
 import psycopg_pool
@@ -55,8 +56,13 @@ class Target:
                 f"schema {self.schema!r} in the store URL: use 1-63 lowercase letters, "
                 "digits or '_', starting with a letter or '_'"
             )
-        self.conninfo = parts._replace(query=urlencode(kept)).geturl()
+        if not any(key == "application_name" for key, _ in kept):
+            # What pg_stat_activity shows: which process holds a connection.
+            kept.append(("application_name", f"agent-host {os.getpid()}"))
+        self.conninfo = parts._replace(query=urlencode(kept, quote_via=quote)).geturl()
         """What libpq gets: the URL without agent-host's own parameters."""
+        shown = [(k, v) for k, v in query if k != "application_name"]
+        parts = parts._replace(query=urlencode(shown, quote_via=quote))
         netloc = parts.netloc
         if parts.password is not None:
             netloc = netloc.replace(f":{parts.password}@", "@", 1)
@@ -160,6 +166,7 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
     text = str(exc).strip()
     low = text.lower()
     fix = ""
+    lost = False
     sqlstate = getattr(exc, "sqlstate", None)
     missing = re.search(r'database "([^"]+)" does not exist', text)
     if missing:
@@ -181,6 +188,9 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
             "the connection to the server was lost; nothing of this operation was "
             "committed, try again once the server is back"
         )
+        lost = True
     reason = text.splitlines()[0] if text else type(exc).__name__
     message = f"cannot {action} {target.url}: {reason}"
-    return StoreUnavailable(f"{message}: {fix}" if fix else message)
+    error = StoreUnavailable(f"{message}: {fix}" if fix else message)
+    error.connection_lost = lost  # type: ignore[attr-defined]
+    return error

@@ -112,32 +112,75 @@ async def test_a_connection_the_server_kills_between_calls_is_replaced(store, da
     assert [e.text for e in await store.read("s1")] == ["before", "after"]
 
 
-async def test_a_connection_killed_mid_append_fails_it_whole(store, database):
-    """The append waits on the session's row (another transaction holds it); the
-    server kills its connection: StoreUnavailable saying so, nothing written."""
-    await store.append("s1", [UserPrompt(text="one")])
+async def kill_the_waiting_append(database: str, not_pid: int | None = None) -> int:
+    """Terminate the backend waiting on the session's row lock; its pid."""
+    with admin(database) as conn:
+        for _ in range(200):
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database() AND pid <> %s",
+                (not_pid or 0,),
+            ).fetchone()
+            if row:
+                conn.execute("SELECT pg_terminate_backend(%s)", row)
+                return row[0]
+            await asyncio.sleep(0.05)
+    raise AssertionError("no append waited on the row lock")
+
+
+@pytest.fixture
+def row_held(database):
+    """Another transaction holds session s1's row: appends to it wait."""
     blocker = psycopg.connect(database)
-    blocker.execute(f"SELECT 1 FROM {store.schema}.sessions WHERE id = 's1' FOR UPDATE")
-    try:
-        append = asyncio.ensure_future(
-            store.append("s1", [UserPrompt(text="lost"), AssistantMessage(text="lost too")])
-        )
-        with admin(database) as conn:
-            for _ in range(100):
-                row = conn.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()"
-                ).fetchone()
-                if row:
-                    break
-                await asyncio.sleep(0.05)
-            assert row, "the append never waited on the row lock"
-            conn.execute("SELECT pg_terminate_backend(%s)", row)
-        with pytest.raises(StoreUnavailable, match="connection to the server was lost"):
-            await append
-    finally:
-        blocker.rollback()
-        blocker.close()
+    yield blocker
+    blocker.rollback()
+    blocker.close()
+
+
+def hold_row(blocker: psycopg.Connection, schema: str) -> None:
+    blocker.execute(f"SELECT 1 FROM {schema}.sessions WHERE id = 's1' FOR UPDATE")
+
+
+@pytest.mark.parametrize("known_head", [False, True], ids=["blind", "known head"])
+async def test_an_append_whose_connection_is_killed_is_retried_and_lands_once(
+    store, database, row_held, known_head
+):
+    await store.append("s1", [UserPrompt(text="one")])
+    hold_row(row_held, store.schema)
+    batch = [UserPrompt(text="two"), AssistantMessage(text="three")]
+    append = asyncio.ensure_future(store.append("s1", batch, 1 if known_head else None))
+    first = await kill_the_waiting_append(database)
+    # The store found the append had not landed and tries once more, on a new
+    # connection that waits on the row in turn.
+    with admin(database) as conn:
+        for _ in range(200):
+            (waiting,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database() AND pid <> %s",
+                (first,),
+            ).fetchone()
+            if waiting:
+                break
+            await asyncio.sleep(0.05)
+    row_held.rollback()
+    assert await append == 3
+    assert [e.text for e in await store.read("s1")] == ["one", "two", "three"]
+    assert (await store.list())[0].head == 3
+
+
+@pytest.mark.parametrize("known_head", [False, True], ids=["blind", "known head"])
+async def test_an_append_that_loses_its_connection_twice_fails_whole(
+    store, database, row_held, known_head
+):
+    await store.append("s1", [UserPrompt(text="one")])
+    hold_row(row_held, store.schema)
+    batch = [UserPrompt(text="lost"), AssistantMessage(text="lost too")]
+    append = asyncio.ensure_future(store.append("s1", batch, 1 if known_head else None))
+    first = await kill_the_waiting_append(database)
+    await kill_the_waiting_append(database, not_pid=first)
+    with pytest.raises(StoreUnavailable, match="connection to the server was lost"):
+        await append
+    row_held.rollback()
     assert [e.text for e in await store.read("s1")] == ["one"]
     assert (await store.list())[0].head == 1
     assert await store.append("s1", [AssistantMessage(text="two")], expected_head=1) == 2
@@ -231,31 +274,3 @@ async def test_appends_with_a_known_head_keep_the_summary_the_log_gives(store):
             want = summarize(await store.read(session_id)).info(session_id)
             want.title = want.title.replace("\0", "\ufffd")
             assert info == want, batch
-
-
-async def test_a_connection_killed_during_a_known_head_append_fails_it_whole(store, database):
-    await store.append("s1", [UserPrompt(text="one")], expected_head=0)
-    blocker = psycopg.connect(database)
-    blocker.execute(f"SELECT 1 FROM {store.schema}.sessions WHERE id = 's1' FOR UPDATE")
-    try:
-        append = asyncio.ensure_future(
-            store.append("s1", [UserPrompt(text="lost")], expected_head=1)
-        )
-        with admin(database) as conn:
-            for _ in range(100):
-                row = conn.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()"
-                ).fetchone()
-                if row:
-                    break
-                await asyncio.sleep(0.05)
-            assert row, "the append never waited on the row lock"
-            conn.execute("SELECT pg_terminate_backend(%s)", row)
-        with pytest.raises(StoreUnavailable, match="connection to the server was lost"):
-            await append
-    finally:
-        blocker.rollback()
-        blocker.close()
-    assert [e.text for e in await store.read("s1")] == ["one"]
-    assert await store.append("s1", [UserPrompt(text="two")], expected_head=1) == 2
