@@ -36,6 +36,7 @@ from bench_store_common import Contender, Row, print_section, round_robin, turn_
 
 from agent_host.session import open_store
 from agent_host.session.conversation import to_messages
+from agent_host.session.events import AssistantMessage, UserPrompt
 from agent_host.session.timeline import timeline
 
 try:
@@ -195,46 +196,38 @@ async def p3(url: str, iterations: int) -> list[Row]:
 
 
 async def bulk_sessions(store_url: str, schema: str, sessions: int, events_each: int) -> None:
-    """``sessions`` sessions of ``events_each`` events, COPYed in: what the store
-    would have written (the same JSON, the same summaries), made in seconds."""
+    """``sessions`` sessions of ``events_each`` events, COPYed in: a prompt, then
+    replies; the JSON the store writes and the summaries it keeps, made in seconds
+    (the replies are encoded once and shared, their times all one)."""
     from agent_host.session import events as ev
-    from agent_host.session.store.summary import summarize
+    from agent_host.session.store.summary import make_title
 
     conninfo = store_url.split("?")[0]
     now = time.time()
+    reply = AssistantMessage(text="Done: the test waited on a timer; now it awaits.")
+    replies = [ev.encode(reply, seq, now) for seq in range(2, events_each + 1)]
     with psycopg.connect(conninfo) as conn:
         with conn.cursor() as cur:
             with cur.copy(f"COPY {schema}.events (session_id, seq, data) FROM STDIN") as copy:
-                infos = []
                 for n in range(sessions):
                     sid = f"session-{n:07d}"
-                    ts = now - (sessions - n)
-                    made = [
-                        ev.stamp(e, seq, ts)
-                        for seq, e in enumerate(_session_events(n, events_each), 1)
-                    ]
-                    for e in made:
-                        copy.write_row((sid, e.seq, ev.encode(e, e.seq, ts)))
-                    infos.append(summarize(made).info(sid))
+                    copy.write_row((sid, 1, ev.encode(_prompt(n), 1, now)))
+                    for seq, data in enumerate(replies, 2):
+                        copy.write_row((sid, seq, data))
             with cur.copy(
                 f"COPY {schema}.sessions (id, created_at, updated_at, head, turns, title, "
                 "workspace) FROM STDIN"
             ) as copy:
-                for i in infos:
-                    copy.write_row(
-                        (i.id, i.created_at, i.updated_at, i.head, i.turns, i.title, i.workspace)
-                    )
+                for n in range(sessions):
+                    ts = now - (sessions - n)
+                    title = make_title(_prompt(n).text)
+                    copy.write_row((f"session-{n:07d}", ts, ts, events_each, 1, title, ""))
         conn.execute(f"ANALYZE {schema}.sessions")
         conn.execute(f"ANALYZE {schema}.events")
 
 
-def _session_events(n: int, count: int) -> list:
-    from agent_host.session.events import AssistantMessage, UserPrompt
-
-    out = [UserPrompt(text=f"Session {n}: fix the flaky test in tests/test_{n % 300}.py")]
-    while len(out) < count:
-        out.append(AssistantMessage(text="Done: the test waited on a timer; now it awaits."))
-    return out
+def _prompt(n: int) -> UserPrompt:
+    return UserPrompt(text=f"Session {n}: fix the flaky test in tests/test_{n % 300}.py")
 
 
 # -- P7
@@ -293,8 +286,6 @@ async def _read(store_url: str, sid: str) -> list:
 
 
 async def worker(store_url: str, sid: str, w: int, turns: int, go: str) -> None:
-    from agent_host.session.events import UserPrompt
-
     store = open_store(store_url)
     await store.head(sid)  # the pool connected
     print("ready", flush=True)
@@ -327,8 +318,10 @@ async def scale(url: str, iterations: int, small: dict[str, float]) -> list[str]
     async def resume(it: int) -> None:
         assert len(to_messages(timeline(await store.read("big")))) == 4 * TURNS
 
+    head = {"big": await store.head("big")}
+
     async def append(it: int) -> None:
-        await store.append("big", turn_events(it))
+        head["big"] = await store.append("big", turn_events(it), head["big"])
 
     c = [Contender("page", page), Contender("resume", resume), Contender("append", append)]
     await round_robin(c, iterations, warmup=5)
