@@ -316,7 +316,7 @@ async def scale(url: str, iterations: int, small: dict[str, float]) -> list[str]
         assert len(await store.list_page(50)) == 50
 
     async def resume(it: int) -> None:
-        assert len(to_messages(timeline(await store.read("big")))) == 4 * TURNS
+        assert len(to_messages(timeline(await store.read("big")))) >= 4 * TURNS
 
     head = {"big": await store.head("big")}
 
