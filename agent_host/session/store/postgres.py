@@ -16,7 +16,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from typing import Any, TypeVar
 from urllib.parse import SplitResult
 
@@ -168,8 +168,9 @@ class PostgresCheckpointer(StoreBase):
                         self.check_head(session_id, expected, int(str(exc.diag.message_primary)))
                     raise
                 finally:
-                    if not conn.closed:
-                        conn.autocommit = False
+                    if not conn.broken:
+                        with suppress(psycopg.Error):  # never hides what went wrong
+                            conn.autocommit = False
                 return int(row[0]) if row else new_head
         except StoreUnavailable:
             if sent and self._landed(session_id, new_head, datas[-1]):

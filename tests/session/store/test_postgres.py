@@ -16,7 +16,7 @@ from agent_host.session.events import AssistantMessage, UserPrompt
 from agent_host.session.store.postgres import PostgresCheckpointer
 from agent_host.session.store.postgres_schema import MIGRATIONS
 
-from ...pg_server import ADMIN_URL, postgres_backend
+from ...pg_server import postgres_backend
 
 
 @pytest.fixture
@@ -245,11 +245,6 @@ async def test_other_stores_appends_are_announced_and_its_own_are_not(database):
         assert ("s2", 1) not in heard
     finally:
         await backend.close_all()
-
-
-def test_the_test_server_is_the_local_one():
-    """The default the CI step starts; another is chosen by AGENT_HOST_TEST_PG."""
-    assert ADMIN_URL.startswith("postgresql://")
 
 
 async def test_appends_with_a_known_head_keep_the_summary_the_log_gives(store):
