@@ -71,7 +71,7 @@ async def p1(url: str, iterations: int) -> list[Row]:
         await peer.add_items(turn_items(i))
     pending: dict[str, list] = {}
     # As the engine appends: with the head it last saw (one round trip; see
-    # PostgresCheckpointer._append_known).
+    # PostgresCheckpointer._append_batch).
     held = {"head": await store.head("p1")}
 
     async def prep_events(it: int) -> None:

@@ -248,7 +248,7 @@ async def test_other_stores_appends_are_announced_and_its_own_are_not(database):
 
 
 async def test_appends_with_a_known_head_keep_the_summary_the_log_gives(store):
-    """Such appends update the summary in SQL (append_known): it must be what
+    """Such appends update the summary in SQL (append_batch): it must be what
     folding the log gives, whatever the batches hold."""
     from agent_host.session.events import SessionStarted
     from agent_host.session.store.summary import summarize
