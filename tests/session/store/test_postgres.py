@@ -80,8 +80,9 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(database):
             "createdb agent_host_no_such_db",
         ),
         (lambda u: u.replace("postgres@", "no_such_role_x@"), "create the role"),
+        (lambda u: u.replace("127.0.0.1", "no-such-host.invalid"), "does not resolve"),
     ],
-    ids=["server down", "missing database", "unknown user"],
+    ids=["server down", "missing database", "unknown user", "unknown host"],
 )
 def test_errors_say_what_to_fix(database, change, says):
     url = change(database)
