@@ -71,6 +71,10 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
         found_head bigint;
         new_head bigint;
     BEGIN
+        -- Writers of one session queue here first, in order, each woken alone: on
+        -- the row lock every waiter wakes at each commit and all but one sleep again.
+        -- (Two int4 keys: a space apart from the turn leases' bigint keys.)
+        PERFORM pg_advisory_xact_lock(1096, hashtext(p_id));
         SELECT head INTO found_head FROM {s}.sessions WHERE id = p_id FOR UPDATE;
         IF NOT FOUND AND COALESCE(p_expected, 0) = 0 THEN
             INSERT INTO {s}.sessions (id, created_at, updated_at, head, turns, title, workspace)
