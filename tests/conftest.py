@@ -2,49 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Iterator
 
-import attrs
 import pytest
 
-from agent_host.session import Checkpointer, open_store
+from agent_host.session import Checkpointer
+from agent_host.session.store.conformance import FACTORIES, Backend
 
-BACKENDS = ["file", "sqlite", "memory"]
+from .pg_server import Throwaway, postgres_backend
 
-
-@attrs.define
-class Backend:
-    """One store backend under test.
-
-    ``url`` opens the same store from another process (None for memory);
-    ``open()`` opens it again in this process, as a restarted server would.
-    """
-
-    name: str
-    url: str | None
-    open: Callable[[], Checkpointer]
-
-    @property
-    def durable(self) -> bool:
-        return self.url is not None
+BACKENDS = ["file", "sqlite", "memory", "postgres"]
 
 
-def make_backend(name: str, tmp_path) -> Backend:
-    if name == "file":
-        url = (tmp_path / "store").as_uri()
-    elif name == "sqlite":
-        url = f"sqlite://{tmp_path / 'store.db'}"
-    elif name == "memory":
-        only = open_store("memory:")
-        return Backend(name, None, lambda: only)
-    else:
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[Throwaway]:
+    """The run's throwaway PostgreSQL database (created when a test first needs it)."""
+    database = Throwaway()
+    yield database
+    database.drop()
+
+
+def make_backend(name: str, tmp_path, request: pytest.FixtureRequest | None = None) -> Backend:
+    if name == "postgres":
+        if request is None:
+            raise ValueError("the postgres backend needs the test's request (pg_database)")
+        return postgres_backend(request.getfixturevalue("pg_database").create())
+    if name not in FACTORIES:
         raise ValueError(name)
-    return Backend(name, url, lambda: open_store(url))
+    return FACTORIES[name](tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, tmp_path) -> Backend:
-    return make_backend(request.param, tmp_path)
+    return make_backend(request.param, tmp_path, request)
 
 
 @pytest.fixture
@@ -52,6 +42,7 @@ async def store(backend: Backend) -> AsyncIterator[Checkpointer]:
     s = backend.open()
     yield s
     await s.close()
+    await backend.close_all()
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,27 @@ async def test_same_content_is_stored_once(store, backend):
     if backend.name == "file":
         files = [p for p in (store.root / "blobs").rglob("*") if p.is_file()]
         assert len(files) == 1
+    if backend.name == "postgres":
+        with store._pool.connection("count") as conn:
+            rows = conn.execute(f"SELECT count(*) FROM {store.schema}.blob_chunks").fetchone()
+        assert rows == (1,)
+
+
+async def test_a_large_blob_is_stored_in_chunks_and_read_whole(store, backend):
+    data = bytes(range(256)) * (3 * 4096 + 7)  # a little over 3 MiB
+    blob = await store.blobs.put(data)
+    assert await store.blobs.get(blob) == data
+    assert await backend.open().blobs.get(blob) == data
+    kept, bad = await store.blobs.read_checked([blob], keep_bytes=len(data))
+    assert kept == {blob: data} and bad == {}
+    if backend.name == "postgres":
+        with store._pool.connection("count") as conn:
+            rows = conn.execute(
+                f"SELECT count(*), max(length(data)) FROM {store.schema}.blob_chunks "
+                "WHERE blob_id = %s",
+                (blob,),
+            ).fetchone()
+        assert rows == (4, 1024 * 1024)
 
 
 async def test_missing_and_malformed_blob_ids(store):
@@ -50,6 +71,12 @@ async def test_put_many_and_read_checked_report_each_blob(store, backend):
         path.write_bytes(b"tw0")
     elif backend.name == "sqlite":
         store._conn.execute("UPDATE blobs SET data = x'00' WHERE id = ?", (damaged,))
+    elif backend.name == "postgres":
+        with store._pool.connection("damage") as conn:
+            conn.execute(
+                f"UPDATE {store.schema}.blob_chunks SET data = 'tw0' WHERE blob_id = %s",
+                (damaged,),
+            )
     else:
         store.blobs._blobs[damaged] = (b"tw0", 0.0)
     with pytest.raises(BlobCorrupt, match=damaged):

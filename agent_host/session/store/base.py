@@ -1,4 +1,4 @@
-"""The checkpointer protocol every session store implements, and what they share.
+"""The checkpointer protocol every session store implements, and the base they share.
 
 A store keeps each session as an append-only log of events numbered 1, 2, 3...
 with no gaps. Writers that pass ``expected_head`` never fork a session: a stale
@@ -7,23 +7,33 @@ head raises :class:`CheckpointConflictError` and nothing is written.
 
 from __future__ import annotations
 
-import os
+import asyncio
 import re
-import threading
-from array import array
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, TypeVar
 
-import attrs
+import orjson
 
 from ..blobs import BlobStore
-from ..errors import InvalidSessionId, TurnInProgress
-from ..events import Event, Restore, RestoreUndone, SessionStarted, UserPrompt
-from . import locking
+from ..errors import CheckpointConflictError, CheckpointNotFound, CorruptLogError, InvalidSessionId
+from ..events import Event, from_dict, from_dicts
+from .info import SessionInfo, Truncation
 
+__all__ = [
+    "Checkpointer",
+    "ListCursor",
+    "SessionInfo",
+    "StoreBase",
+    "Truncation",
+    "check_events",
+    "check_session_id",
+]
+
+T = TypeVar("T")
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-TITLE_LENGTH = 80
+ListCursor = tuple[float, str]
+"""Where a page of :meth:`StoreBase.list_page` ended: (updated_at, id) of its last row."""
 
 
 def check_session_id(session_id: object) -> str:
@@ -36,199 +46,16 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-@asynccontextmanager
-async def file_lease(path: str, session_id: str) -> AsyncIterator[None]:
-    """A turn lease held as a lock on the file at ``path`` (see turn_lease)."""
-    fd = locking.try_hold(path)
-    if fd is None:
-        raise TurnInProgress(
-            f"a turn is running in session {session_id!r} in another process "
-            "(another editor window?); wait for it to end or cancel it there"
-        )
-    try:
-        yield
-    finally:
-        os.close(fd)
-
-
-class LocalLeases:
-    """Turn leases for a store no other process can open (one in memory): a set of the
-    sessions whose turn is running, which nothing outlives but this process."""
-
-    def __init__(self) -> None:
-        self._held: set[str] = set()
-        self._mutex = threading.Lock()  # event loops in several threads may share a store
-
-    @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
-        with self._mutex:
-            if session_id in self._held:
-                raise TurnInProgress(f"a turn is running in session {session_id!r}")
-            self._held.add(session_id)
-        try:
-            yield
-        finally:
-            with self._mutex:
-                self._held.discard(session_id)
-
-
 def check_events(events: Sequence[Event]) -> None:
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"append takes Event objects, got {type(event).__name__}")
 
 
-@attrs.define(slots=True)
-class SessionInfo:
-    """One row of :meth:`Checkpointer.list`. Times are UNIX seconds."""
-
-    id: str
-    created_at: float
-    updated_at: float
-    head: int
-    turns: int
-    title: str
-    workspace: str = ""
-    """The folder the session was started in (its SessionStarted), "" if unknown."""
-
-
-@attrs.define(slots=True)
-class Truncation:
-    """Events removed by :meth:`Checkpointer.truncate`, kept so the cut can be undone.
-
-    ``id`` counts truncations of one session from 1; ``seq`` is the head the log
-    was cut back to; ``events`` are what was removed, with their original seqs.
-    """
-
-    id: int
-    seq: int
-    ts: float
-    events: list[Event]
-
-
-@attrs.define(slots=True)
-class Summary:
-    """What a store's session index keeps, folded from the log.
-
-    ``turns`` counts the prompts of the session's timeline: a restore that takes
-    the conversation back hides the prompts after its point and its undo shows
-    them again (see session.timeline), so the fold keeps the seqs of the visible
-    prompts. A summary loaded from an index row has no such list
-    (``prompts=None``); its owner folds the log again before adding a restore.
-    """
-
-    created_at: float = 0.0
-    updated_at: float = 0.0
-    title: str = ""
-    turns: int = 0
-    head: int = 0
-    workspace: str = ""
-    prompts: array | None = attrs.field(factory=lambda: array("q"))
-    _before: tuple[int, array] | None = None
-    """The last restore's seq and the prompts visible before it, for its undo."""
-
-    def add(self, event: Event) -> None:
-        """Fold one stored event into the summary."""
-        self.add_as(event, event.seq, event.ts)
-
-    def add_new(self, events: Iterable[Event], first_seq: int, ts: float) -> None:
-        """Fold events just appended, numbered from ``first_seq``, all stamped ``ts``."""
-        for seq, event in enumerate(events, first_seq):
-            self.add_as(event, seq, ts)
-
-    def add_as(self, event: Event, seq: int, ts: float) -> None:
-        if self.head == 0:
-            self.created_at = ts
-        self.head = seq
-        self.updated_at = ts
-        if type(event) is UserPrompt:
-            self.turns += 1
-            if self.prompts is not None:
-                self.prompts.append(seq)
-            if not self.title:
-                self.title = make_title(event.text)
-        elif type(event) is Restore or type(event) is RestoreUndone:
-            self._restore(event, seq)
-        elif type(event) is SessionStarted:
-            if event.title:
-                self.title = make_title(event.title)
-            if event.workspace:
-                self.workspace = event.workspace
-
-    def _restore(self, event: Event, seq: int) -> None:
-        if self.prompts is None:
-            return  # unknown: the owner folds the whole log instead
-        if type(event) is RestoreUndone:
-            if self._before is not None and self._before[0] == event.restore_seq:
-                self.prompts = self._before[1]
-                self._before = None
-        else:
-            self._before = (seq, self.prompts)
-            if event.conversation and event.truncation is None:
-                self.prompts = array("q", (p for p in self.prompts if p <= event.to_seq))
-            else:
-                self.prompts = array("q", self.prompts)
-        self.turns = len(self.prompts)
-
-    def extend(self, events: Sequence[Event]) -> None:
-        """Fold stored events in, as :meth:`add` each would, in a few passes (a resume
-        folds every event of the log)."""
-        if not events:
-            return
-        starts = [e for e in events if type(e) is SessionStarted]
-        restores = any(type(e) is Restore or type(e) is RestoreUndone for e in events)
-        if restores or len(starts) > 1 or (starts and starts[0] is not events[0]):
-            for event in events:  # a start after other events: fold them in order
-                self.add(event)
-            return
-        if starts:
-            self.add(starts[0])  # the log's first event: before every prompt
-        if self.head == 0:
-            self.created_at = events[0].ts
-        last = events[-1]
-        self.head, self.updated_at = last.seq, last.ts
-        prompts = [e for e in events if type(e) is UserPrompt]
-        self.turns += len(prompts)
-        if self.prompts is not None:
-            self.prompts.extend(p.seq for p in prompts)
-        for prompt in prompts if not self.title else ():
-            self.title = make_title(prompt.text)  # a blank prompt leaves it unset
-            if self.title:
-                break
-
-    def info(self, session_id: str) -> SessionInfo:
-        return SessionInfo(
-            session_id,
-            self.created_at,
-            self.updated_at,
-            self.head,
-            self.turns,
-            self.title,
-            self.workspace,
-        )
-
-
-def summarize(events: Iterable[Event]) -> Summary:
-    summary = Summary()
-    summary.extend(list(events))
-    return summary
-
-
-def make_title(text: str) -> str:
-    """A prompt as a one-line title: whitespace collapsed, cut at a word near 80 chars."""
-    line = " ".join(text.split())
-    if len(line) <= TITLE_LENGTH:
-        return line
-    cut = line[: TITLE_LENGTH - 1]
-    space = cut.rfind(" ")
-    if space > TITLE_LENGTH // 2:
-        cut = cut[:space]
-    return cut + "…"
-
-
 class Checkpointer(Protocol):
     """A durable store of session logs. Every method is safe to call concurrently,
-    from several tasks, threads and (for file and sqlite) processes."""
+    from several tasks, threads and (for file, sqlite and postgres) processes --
+    for postgres, on several hosts."""
 
     blobs: BlobStore
     """Content-addressed store for the file snapshots the events refer to."""
@@ -236,8 +63,9 @@ class Checkpointer(Protocol):
     @property
     def url(self) -> str:
         """The URL :func:`open_store` opens this same store by: ``file:///abs/dir``,
-        ``sqlite:///abs/sessions.db``. A store that lives in this process only says
-        ``memory:`` or ``sqlite:///:memory:``: opened again, that is a new, empty one."""
+        ``sqlite:///abs/sessions.db``, ``postgresql://user@host/db`` (no password).
+        A store that lives in this process only says ``memory:`` or
+        ``sqlite:///:memory:``: opened again, that is a new, empty one."""
         ...
 
     async def append(
@@ -293,3 +121,211 @@ class Checkpointer(Protocol):
     async def close(self) -> None:
         """Release connections and handles; the store is unusable afterwards."""
         ...
+
+
+class StoreBase:
+    """What every backend shares: validation, the thread hop, decoding, the checks
+    that must read the same in every store. A backend implements the primitives.
+
+    The public methods (the :class:`Checkpointer` protocol) check the session id
+    (InvalidSessionId before anything is touched) and the events (TypeError), then
+    call the backend's primitive -- on a worker thread, or inline for a store whose
+    primitives never block (``inline = True``: the memory store). The primitives get
+    a valid session id and a list of events, and are called concurrently from
+    several threads: each does its own locking.
+
+    Primitives (blocking, on a worker thread unless ``inline``):
+
+    ``_append(session_id, events, expected_head) -> int``
+        In one transaction: find the head, call :meth:`check_head`, and (events not
+        empty) write them numbered head+1... and stamped with one time; return the
+        new head. All or nothing; an unknown session is created.
+    ``_read(session_id, since_seq) -> list[Event]``
+        Events with seq > since_seq in order; [] for an unknown session.
+    ``_head(session_id) -> int``
+    ``_list() -> list[SessionInfo]``
+        Every session, most recently updated first.
+    ``_delete(session_id) -> None``
+        SessionNotFound if absent; the log and its truncations go.
+    ``_truncate(session_id, seq, expected_head) -> Truncation``
+        In one transaction: find the head (SessionNotFound for an unknown session),
+        call :meth:`check_cut`, keep the events after ``seq`` as a new Truncation
+        (ids from 1 per session) and cut them from the log.
+    ``_truncations(session_id) -> list[Truncation]``
+        Oldest first; [] for an unknown session.
+    ``_lease(session_id) -> AbstractAsyncContextManager[None]``
+        Called on the event loop; see :meth:`Checkpointer.turn_lease`.
+    ``_close() -> None``
+
+    Optional: ``_append_inline`` (an append that may run on the loop, see the file
+    store's pacing), ``_list_page`` (keyset pagination in the database),
+    ``on_change`` (news of appends made by other processes or hosts).
+
+    Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode` (and
+    :meth:`decode_many`),
+    :meth:`decode_truncation` / :meth:`encode_truncation`, and ``where`` (the
+    store as messages name it).
+    """
+
+    inline = False
+    """Run the primitives on the event loop: only for stores that never block."""
+
+    @property
+    def where(self) -> str:
+        return repr(self)
+
+    # -- the protocol
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], expected_head: int | None = None
+    ) -> int:
+        check_session_id(session_id)
+        events = list(events)
+        check_events(events)
+        if events:
+            done = self._append_inline(session_id, events, expected_head)
+            if done is not None:
+                return done
+        return await self._call(self._append, session_id, events, expected_head)
+
+    async def read(self, session_id: str, since_seq: int = 0) -> list[Event]:
+        check_session_id(session_id)
+        return await self._call(self._read, session_id, since_seq)
+
+    async def head(self, session_id: str) -> int:
+        check_session_id(session_id)
+        return await self._call(self._head, session_id)
+
+    async def list(self) -> list[SessionInfo]:
+        return await self._call(self._list)
+
+    async def list_page(self, limit: int, after: ListCursor | None = None) -> list[SessionInfo]:
+        """Up to ``limit`` sessions, newest first, starting after ``after`` (the
+        updated_at and id of the previous page's last row): pages stay whole while
+        sessions are written, a session that moves up is seen again on a later
+        listing, never twice in one walk down."""
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        return await self._call(self._list_page, limit, after)
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        await self._call(self._delete, session_id)
+
+    async def truncate(
+        self, session_id: str, seq: int, expected_head: int | None = None
+    ) -> Truncation:
+        check_session_id(session_id)
+        return await self._call(self._truncate, session_id, seq, expected_head)
+
+    async def truncations(self, session_id: str) -> list[Truncation]:
+        check_session_id(session_id)
+        return await self._call(self._truncations, session_id)
+
+    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        check_session_id(session_id)
+        return self._lease(session_id)
+
+    def on_change(self, callback: Callable[[str, int], None]) -> Callable[[], None]:
+        """Call ``callback(session_id, head)`` (on a thread of the store's own) when
+        another process appends to, truncates or deletes a session (head 0); return
+        what stops it. Stores that cannot tell never call it."""
+        return lambda: None
+
+    async def close(self) -> None:
+        await self._call(self._close)
+
+    # -- shared semantics, for the primitives
+
+    @staticmethod
+    def check_head(session_id: str, expected_head: int | None, head: int) -> None:
+        """CheckpointConflictError if the caller expected another head."""
+        if expected_head is not None and expected_head != head:
+            raise CheckpointConflictError(session_id, expected_head, head)
+
+    @classmethod
+    def check_cut(cls, session_id: str, seq: object, head: int, expected_head: int | None) -> None:
+        """What truncate checks once it knows the head: the caller's head, then
+        that ``seq`` is an int between 0 and the head (tests match this text)."""
+        cls.check_head(session_id, expected_head, head)
+        if not isinstance(seq, int) or not 0 <= seq <= head:
+            raise CheckpointNotFound(
+                f"cannot truncate session {session_id!r} to seq {seq!r}: "
+                f"it must be between 0 and the head, {head}"
+            )
+
+    def decode(self, data: bytes | str) -> Event:
+        """A stored event (its JSON) back as an Event; CorruptLogError naming the store."""
+        try:
+            return from_dict(orjson.loads(data))
+        except Exception as exc:
+            raise CorruptLogError(f"{self.where}: an event could not be read: {exc}") from exc
+
+    def decode_many(self, datas: Sequence[bytes | str]) -> list[Event]:
+        """:meth:`decode` for a log window at once (shares what the events repeat)."""
+        try:
+            return from_dicts([orjson.loads(d) for d in datas])
+        except Exception as exc:
+            raise CorruptLogError(f"{self.where}: an event could not be read: {exc}") from exc
+
+    @staticmethod
+    def encode_truncation(truncation_events: Sequence[bytes]) -> bytes:
+        """The removed events' stored JSON as one JSON array."""
+        return b"[" + b",".join(truncation_events) + b"]"
+
+    def decode_truncation(self, tid: int, seq: int, ts: float, data: bytes | str) -> Truncation:
+        try:
+            events = [from_dict(d) for d in orjson.loads(data)]
+        except Exception as exc:
+            raise CorruptLogError(
+                f"{self.where}: truncation {tid} could not be read: {exc}"
+            ) from exc
+        return Truncation(tid, seq, ts, events)
+
+    # -- defaults for the optional primitives
+
+    def _append_inline(
+        self, session_id: str, events: list[Event], expected_head: int | None
+    ) -> int | None:
+        """An append done on the loop, or None to take the thread (the default)."""
+        return None
+
+    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+        rows = self._list()
+        if after is not None:
+            rows = [r for r in rows if (r.updated_at, r.id) < after]
+        rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        return rows[:limit]
+
+    def _close(self) -> None:
+        return None
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.inline:
+            return fn(*args)
+        return await asyncio.to_thread(fn, *args)
+
+    # The primitives: see the class docstring.
+    def _append(self, session_id: str, events: list[Event], expected_head: int | None) -> int:
+        raise NotImplementedError
+
+    def _read(self, session_id: str, since_seq: int) -> list[Event]:
+        raise NotImplementedError
+
+    def _head(self, session_id: str) -> int:
+        raise NotImplementedError
+
+    def _list(self) -> list[SessionInfo]:
+        raise NotImplementedError
+
+    def _delete(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
+        raise NotImplementedError
+
+    def _truncations(self, session_id: str) -> list[Truncation]:
+        raise NotImplementedError
+
+    def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        raise NotImplementedError

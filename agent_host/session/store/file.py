@@ -26,14 +26,13 @@ file, or go without it, and repair nothing.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import functools
 import logging
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
 from pathlib import Path
@@ -43,26 +42,18 @@ from .. import events as ev
 from ..blobs import FileBlobStore
 from ..durable import fsync_dir, write_atomically
 from ..errors import (
-    CheckpointConflictError,
-    CheckpointNotFound,
     CorruptLogError,
     SessionNotFound,
     StoreUnavailable,
     store_unavailable,
 )
 from . import file_index, file_stash, framing, locking, log_file
-from .base import (
-    SessionInfo,
-    Summary,
-    Truncation,
-    check_events,
-    check_session_id,
-    file_lease,
-    summarize,
-)
+from .base import SessionInfo, StoreBase, Truncation
 from .file_index import SessionIndex, compact_threshold
+from .leases import file_lease
 from .log_file import LogState
 from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
+from .summary import Summary, summarize
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -94,7 +85,7 @@ def _reported(action: str) -> Callable[[Method[P, T]], Method[P, T]]:
     return decorate
 
 
-class FileCheckpointer:
+class FileCheckpointer(StoreBase):
     """Session logs as files under ``root``; several processes may share it."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -112,56 +103,31 @@ class FileCheckpointer:
         return f"FileCheckpointer({str(self.root)!r})"
 
     @property
+    def where(self) -> str:
+        return str(self.root)
+
+    @property
     def url(self) -> str:
         return self.root.as_uri()
 
-    # -- async API: each call runs on a worker thread, holding the session lock,
-    # except a short append while the disk is fast (see pacing).
+    # -- the primitives (see StoreBase): each runs on a worker thread, holding the
+    # session lock, except a short append while the disk is fast (see pacing).
 
-    async def append(
-        self, session_id: str, events: Sequence[ev.Event], expected_head: int | None = None
-    ) -> int:
-        check_session_id(session_id)
-        check_events(events)
-        events = list(events)
-        if events and self._pacer.inline() and session_id in self._states:
+    def _append_inline(
+        self, session_id: str, events: list[ev.Event], expected_head: int | None
+    ) -> int | None:
+        if self._pacer.inline() and session_id in self._states:
             try:
                 return self._append(session_id, events, expected_head, wait=False)
             except WouldBlock:
                 pass  # nothing was written: the thread does the whole append
-        return await _run(self._append, session_id, events, expected_head)
+        return None
 
-    async def read(self, session_id: str, since_seq: int = 0) -> list[ev.Event]:
-        check_session_id(session_id)
-        return await _run(self._read, session_id, since_seq)
-
-    async def head(self, session_id: str) -> int:
-        check_session_id(session_id)
-        return await _run(self._head, session_id)
-
-    async def list(self) -> list[SessionInfo]:
-        return await _run(self._list)
-
-    async def delete(self, session_id: str) -> None:
-        check_session_id(session_id)
-        await _run(self._delete, session_id)
-
-    async def truncate(
-        self, session_id: str, seq: int, expected_head: int | None = None
-    ) -> Truncation:
-        check_session_id(session_id)
-        return await _run(self._truncate, session_id, seq, expected_head)
-
-    async def truncations(self, session_id: str) -> list[Truncation]:
-        check_session_id(session_id)
-        return await _run(self._truncations, session_id)
-
-    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
-        check_session_id(session_id)
+    def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         self._make_dirs()
         return file_lease(f"{self._locks_dir}/{session_id}.turn", session_id)
 
-    async def close(self) -> None:
+    def _close(self) -> None:
         self._states.clear()
         self._index.close()
 
@@ -318,13 +284,11 @@ class FileCheckpointer:
             if fd is None:
                 if not wait:
                     raise WouldBlock(session_id)  # a new log: made on the thread
-                if expected_head is not None and expected_head != 0:
-                    raise CheckpointConflictError(session_id, expected_head, 0)
+                self.check_head(session_id, expected_head, 0)
                 return 0  # nothing to write to a session that does not exist
             state, _ = self._sync(session_id, fd, wait)
             head = state.summary.head
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
+            self.check_head(session_id, expected_head, head)
             if not events:
                 return head
             ts = time.time()
@@ -397,13 +361,7 @@ class FileCheckpointer:
                 raise SessionNotFound(session_id)
             state, _ = self._sync(session_id, fd)
             head = state.summary.head
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
-            if not isinstance(seq, int) or not 0 <= seq <= head:
-                raise CheckpointNotFound(
-                    f"cannot truncate session {session_id!r} to seq {seq!r}: "
-                    f"it must be between 0 and the head, {head}"
-                )
+            self.check_cut(session_id, seq, head, expected_head)
             cut = state.offsets[seq] if seq < head else state.size
             where = self._log_path(session_id)
             content = os.pread(fd, state.size, 0)
@@ -564,7 +522,3 @@ def _decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
         return ev.from_dicts(objects)
     except Exception as exc:  # a checksummed record that still fails to decode
         raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc
-
-
-async def _run(fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(fn, *args)

@@ -36,7 +36,8 @@ from pathlib import Path
 import orjson
 
 from . import locking
-from .base import SessionInfo, Summary
+from .info import SessionInfo
+from .summary import Summary
 
 PENDING = "?"
 DELETED = "!"

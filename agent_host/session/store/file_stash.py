@@ -23,7 +23,7 @@ from .. import events as ev
 from ..durable import fsync_dir, write_atomically
 from ..errors import CorruptLogError
 from . import framing
-from .base import Truncation
+from .info import Truncation
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from array import array
 
 import attrs
 
-from .base import Summary
 from .pacing import WouldBlock
+from .summary import Summary
 
 PAGE = 4096
 MAX_SPARE = 1 << 20

@@ -18,40 +18,28 @@ lives as long as the store, writes no file, and no other store or process sees i
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
-
-import orjson
+from typing import TypeVar
+from urllib.parse import SplitResult
 
 from .. import events as ev
 from ..errors import (
-    CheckpointConflictError,
-    CheckpointNotFound,
-    CorruptLogError,
     SessionNotFound,
     StoreBusy,
     StoreUnavailable,
     store_unavailable,
 )
-from .base import (
-    LocalLeases,
-    SessionInfo,
-    Summary,
-    Truncation,
-    check_events,
-    check_session_id,
-    file_lease,
-    summarize,
-)
+from .base import SessionInfo, StoreBase, Truncation
+from .leases import LocalLeases, file_lease
 from .sqlite_blobs import SqliteBlobStore
+from .summary import Summary, summarize
 
 T = TypeVar("T")
 MEMORY = ":memory:"
@@ -103,7 +91,7 @@ MIGRATIONS = [
 ]
 
 
-class SqliteCheckpointer:
+class SqliteCheckpointer(StoreBase):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         # ":memory:" is SQLite's in-memory database, as in sqlite3.connect: never a file.
         self.path: Path | None = None
@@ -125,6 +113,10 @@ class SqliteCheckpointer:
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({str(self._where)!r})"
+
+    @property
+    def where(self) -> str:
+        return str(self._where)
 
     @property
     def url(self) -> str:
@@ -244,61 +236,34 @@ class SqliteCheckpointer:
             except sqlite3.OperationalError as exc:
                 raise _busy(self._where, "read", exc) from None
 
-    # -- async API
+    # -- the primitives (see StoreBase), on worker threads
 
-    async def append(
-        self, session_id: str, events: Sequence[ev.Event], expected_head: int | None = None
-    ) -> int:
-        check_session_id(session_id)
-        check_events(events)
-        return await _run(self._append, session_id, list(events), expected_head)
-
-    async def read(self, session_id: str, since_seq: int = 0) -> list[ev.Event]:
-        check_session_id(session_id)
-        rows = await _run(
-            self._query,
+    def _read(self, session_id: str, since_seq: int) -> list[ev.Event]:
+        rows = self._query(
             "SELECT data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
             (session_id, since_seq),
         )
-        return [_decode(self._where, data) for (data,) in rows]
+        return [self.decode(data) for (data,) in rows]
 
-    async def head(self, session_id: str) -> int:
-        check_session_id(session_id)
-        rows = await _run(self._query, "SELECT head FROM sessions WHERE id = ?", (session_id,))
+    def _head(self, session_id: str) -> int:
+        rows = self._query("SELECT head FROM sessions WHERE id = ?", (session_id,))
         return rows[0][0] if rows else 0
 
-    async def list(self) -> list[SessionInfo]:
-        rows = await _run(
-            self._query,
+    def _list(self) -> list[SessionInfo]:
+        rows = self._query(
             "SELECT id, created_at, updated_at, head, turns, title, workspace FROM sessions "
             "ORDER BY updated_at DESC",
         )
         return [SessionInfo(*row) for row in rows]
 
-    async def delete(self, session_id: str) -> None:
-        check_session_id(session_id)
-        await _run(self._delete, session_id)
-
-    async def truncate(
-        self, session_id: str, seq: int, expected_head: int | None = None
-    ) -> Truncation:
-        check_session_id(session_id)
-        return await _run(self._truncate, session_id, seq, expected_head)
-
-    async def truncations(self, session_id: str) -> list[Truncation]:
-        check_session_id(session_id)
-        rows = await _run(
-            self._query,
+    def _truncations(self, session_id: str) -> list[Truncation]:
+        rows = self._query(
             "SELECT id, seq, ts, events FROM truncations WHERE session_id = ? ORDER BY id",
             (session_id,),
         )
-        return [
-            Truncation(tid, seq, ts, [ev.from_dict(d) for d in orjson.loads(data)])
-            for tid, seq, ts, data in rows
-        ]
+        return [self.decode_truncation(*row) for row in rows]
 
-    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
-        check_session_id(session_id)
+    def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         if self.path is None:
             return self._leases.hold(session_id)
         # A lock file beside the database: SQLite has no lock a crash releases by itself.
@@ -309,7 +274,7 @@ class SqliteCheckpointer:
             raise store_unavailable(folder, "create", exc) from exc
         return file_lease(str(folder / f"{session_id}.turn"), session_id)
 
-    async def close(self) -> None:
+    def _close(self) -> None:
         with self._mutex:
             self._conn.close()
 
@@ -338,8 +303,7 @@ class SqliteCheckpointer:
         with self._transaction("append to") as db:
             summary = self._summary(db, session_id)
             head = summary.head
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
+            self.check_head(session_id, expected_head, head)
             if not events:
                 return head
             if any(type(e) in (ev.Restore, ev.RestoreUndone) for e in events):
@@ -357,7 +321,7 @@ class SqliteCheckpointer:
         rows = db.execute(
             "SELECT data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()
-        return [_decode(self._where, data) for (data,) in rows]
+        return [self.decode(data) for (data,) in rows]
 
     def _delete(self, session_id: str) -> None:
         with self._transaction("delete from") as db:
@@ -372,17 +336,11 @@ class SqliteCheckpointer:
             head = summary.head
             if head == 0:
                 raise SessionNotFound(session_id)
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
-            if not isinstance(seq, int) or not 0 <= seq <= head:
-                raise CheckpointNotFound(
-                    f"cannot truncate session {session_id!r} to seq {seq!r}: "
-                    f"it must be between 0 and the head, {head}"
-                )
+            self.check_cut(session_id, seq, head, expected_head)
             rows = db.execute(
                 "SELECT seq, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
-            kept = [_decode(self._where, data) for s, data in rows if s <= seq]
+            kept = [self.decode(data) for s, data in rows if s <= seq]
             removed_raw = [data for s, data in rows if s > seq]
             (last,) = db.execute(
                 "SELECT COALESCE(MAX(id), 0) FROM truncations WHERE session_id = ?", (session_id,)
@@ -390,19 +348,12 @@ class SqliteCheckpointer:
             now = time.time()
             db.execute(
                 "INSERT INTO truncations (session_id, id, seq, ts, events) VALUES (?, ?, ?, ?, ?)",
-                (session_id, last + 1, seq, now, b"[" + b",".join(removed_raw) + b"]"),
+                (session_id, last + 1, seq, now, self.encode_truncation(removed_raw)),
             )
             db.execute("DELETE FROM events WHERE session_id = ? AND seq > ?", (session_id, seq))
             self._save_summary(db, session_id, summarize(kept))
-            removed = [_decode(self._where, data) for data in removed_raw]
+            removed = [self.decode(data) for data in removed_raw]
             return Truncation(last + 1, seq, now, removed)
-
-
-def _decode(path: Path | str, data: bytes) -> ev.Event:
-    try:
-        return ev.from_dict(orjson.loads(data))
-    except Exception as exc:
-        raise CorruptLogError(f"{path}: an event could not be read: {exc}") from exc
 
 
 def _busy(path: Path | str, action: str, exc: sqlite3.OperationalError) -> Exception:
@@ -456,5 +407,12 @@ def _why_read_only(path: Path) -> tuple[str, int] | None:
     return os.strerror(code), code
 
 
-async def _run(fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(fn, *args)
+def open_url(text: str, parts: SplitResult) -> SqliteCheckpointer:
+    """The store for a ``sqlite:`` URL (see open_store)."""
+    from .registry import local_path
+
+    path = local_path(text, parts)
+    # As written, not unquoted: sqlite:///%3Amemory%3A is a file named /:memory:.
+    if parts.path == f"/{MEMORY}":
+        return SqliteCheckpointer(MEMORY)
+    return SqliteCheckpointer(path)

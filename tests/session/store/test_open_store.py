@@ -23,7 +23,7 @@ def test_urls_pick_backends(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "url", ["postgres://db/x", "http://x/y", "file://otherhost/x", "sqlite://"]
+    "url", ["http://x/y", "file://otherhost/x", "sqlite://", "sqlite://host/x.db"]
 )
 def test_unsupported_urls_say_what_works(url):
     with pytest.raises(UnsupportedStore) as caught:
@@ -76,3 +76,27 @@ def test_file_store_url_is_its_absolute_root(tmp_path, monkeypatch):
     assert FileCheckpointer("rel").url == (tmp_path / "rel").as_uri()
     assert open_store(f"file://{tmp_path}/x").url == f"file://{tmp_path}/x"
     assert SqliteCheckpointer("rel.db").url == f"sqlite://{tmp_path}/rel.db"
+
+
+def test_a_scheme_whose_library_is_missing_names_the_extra(monkeypatch):
+    from agent_host.session.store import registry
+
+    monkeypatch.setitem(
+        registry._schemes, "fancydb", registry.Scheme("no_such_driver_module", "open", "fancy")
+    )
+    with pytest.raises(UnsupportedStore) as caught:
+        open_store("fancydb://u:hunter2@host/db")
+    message = str(caught.value)
+    assert "pip install 'agent-host[fancy]'" in message
+    assert "no_such_driver_module" in message
+    assert "hunter2" not in message  # a password in the URL never reaches a message
+
+
+def test_a_registered_scheme_opens_through_its_module(monkeypatch):
+    from agent_host.session.store import registry
+
+    registry.register("scratch", registry.Scheme("agent_host.session.store.memory", "open_url"))
+    try:
+        assert isinstance(open_store("scratch://anything"), MemoryCheckpointer)
+    finally:
+        registry._schemes.pop("scratch")

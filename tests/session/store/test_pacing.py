@@ -19,13 +19,13 @@ from agent_host.session.store.pacing import INLINE_BELOW, SyncPacer, WouldBlock
 def threads(monkeypatch):
     """Every store call that went to a worker thread, by function name."""
     names: list[str] = []
-    real = file_store._run
+    real = file_store.FileCheckpointer._call
 
-    async def counting(fn, *args):
+    async def counting(self, fn, *args):
         names.append(fn.__name__)
-        return await real(fn, *args)
+        return await real(self, fn, *args)
 
-    monkeypatch.setattr(file_store, "_run", counting)
+    monkeypatch.setattr(file_store.FileCheckpointer, "_call", counting)
     return names
 
 

@@ -6,7 +6,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_host.session.events import AssistantMessage, SessionStarted, UserPrompt
-from agent_host.session.store.base import Summary
+from agent_host.session.store.summary import Summary
 
 texts = st.text(max_size=120)
 events = st.one_of(
