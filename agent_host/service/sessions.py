@@ -178,8 +178,7 @@ class SessionService:
         """The session, ready for its next turn (an interrupted restore finished)."""
         host = self._open_in(check_session_id(session_id), cwd)
         state = await host.resume(session_id)
-        turns = sum(1 for e in state.timeline if type(e) is ev.UserPrompt)
-        return Resumed(session_id, state.head, turns)
+        return Resumed(session_id, state.head, state.turns)
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None

@@ -159,7 +159,12 @@ class StoreBase:
 
     Optional: ``_append_inline`` (an append that may run on the loop, see the file
     store's pacing), ``_list_page`` (keyset pagination in the database),
-    ``on_change`` (news of appends made by other processes or hosts).
+    ``on_change`` (news of appends made by other processes or hosts), and the
+    resume snapshot (see session.resume_snapshot): ``_write_snapshot(session_id,
+    head, data)`` keeps one blob per session, replacing the last, and
+    ``_read_snapshot(session_id) -> (data, events) | None`` gives it back with the
+    log's events from seq ``head`` on, read as one consistent view. The defaults
+    keep none, which is always correct (a resume folds the log), only slower.
 
     Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode`,
     :meth:`decode_truncation` / :meth:`encode_truncation`, and ``where`` (the
@@ -224,6 +229,20 @@ class StoreBase:
     def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         check_session_id(session_id)
         return self._lease(session_id)
+
+    async def write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        """Keep ``data``, the session's resume snapshot as of seq ``head``, in place
+        of the last one. A cache of a fold of the log: not synced, and a crash may
+        leave the old one, none, or a damaged one, which the reader detects."""
+        check_session_id(session_id)
+        await self._call(self._write_snapshot, session_id, head, data)
+
+    async def read_snapshot(self, session_id: str) -> tuple[bytes, list[Event]] | None:
+        """The session's snapshot and the log's events from its head's seq on (the
+        first, if the log still has that seq, is the one it was taken at); None
+        when there is none."""
+        check_session_id(session_id)
+        return await self._call(self._read_snapshot, session_id)
 
     def on_change(self, callback: Callable[[str, int], None]) -> Callable[[], None]:
         """Call ``callback(session_id, head)`` (on a thread of the store's own) when
@@ -290,6 +309,12 @@ class StoreBase:
         return rows[:limit]
 
     def _close(self) -> None:
+        return None
+
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        return None  # kept nowhere: every resume folds the log
+
+    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[Event]] | None:
         return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:

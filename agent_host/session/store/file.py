@@ -6,6 +6,7 @@ Layout under the store's root (folders 0700, files 0600)::
     truncated/<id>.jsonl   what truncate() removed, one framed Truncation per line
     locks/<id>.lock        the per-session lock (filelock)
     torn/                  bytes cut from a torn tail, kept for inspection
+    snapshots/<id>.snap    the resume snapshot, a cache (see file_snapshot)
     index.jsonl            the session index (see file_index)
     blobs/                 file snapshots (see blobs)
 
@@ -47,7 +48,7 @@ from ..errors import (
     StoreUnavailable,
     store_unavailable,
 )
-from . import file_index, file_stash, framing, locking, log_file
+from . import file_index, file_snapshot, file_stash, framing, locking, log_file
 from .base import SessionInfo, StoreBase, Truncation
 from .file_index import SessionIndex, compact_threshold
 from .leases import file_lease
@@ -322,12 +323,48 @@ class FileCheckpointer(StoreBase):
             if fd is None:
                 return []
             state, new = self._sync(session_id, fd, repair=repair)
-            head = state.summary.head
-            known = head - len(new)  # events this process had seen before the sync
-            if since >= known:
-                return new[since - known :]
-            end = state.offsets[known] if known < head else state.size
-            return self._read_events(fd, session_id, state.offsets[since], end) + new
+            return self._since(session_id, fd, state, new, since)
+
+    def _since(
+        self, session_id: str, fd: int, state: LogState, new: list[ev.Event], since: int
+    ) -> list[ev.Event]:
+        """The events after ``since``, just after a sync that read ``new``."""
+        head = state.summary.head
+        known = head - len(new)  # events this process had seen before the sync
+        if since >= known:
+            return new[since - known :]
+        end = state.offsets[known] if known < head else state.size
+        return self._read_events(fd, session_id, state.offsets[since], end) + new
+
+    @_reported("write a snapshot")
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        if self._absent(session_id):
+            return
+        folder = os.path.join(self.root, "snapshots")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        file_snapshot.write(self._snapshot_path(session_id), head, data)
+
+    @_reported("read")
+    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[ev.Event]] | None:
+        with self._reading(session_id) as (fd, repair):
+            if fd is None:
+                return None
+            found = file_snapshot.read(self._snapshot_path(session_id))
+            if found is None:
+                return None
+            head, data = found
+            where = self._log_path(session_id)
+            events = None
+            if session_id not in self._states:
+                # A cold resume: the log's last lines, not all of it.
+                events = file_snapshot.tail_events(fd, where, head, partial(_decode_event, where))
+            if events is None:
+                state, new = self._sync(session_id, fd, repair=repair)
+                events = self._since(session_id, fd, state, new, max(head - 1, 0))
+            return data, events
+
+    def _snapshot_path(self, session_id: str) -> str:
+        return os.path.join(self.root, "snapshots", f"{session_id}.snap")
 
     @_reported("read")
     def _head(self, session_id: str) -> int:
@@ -349,6 +386,7 @@ class FileCheckpointer(StoreBase):
                 self._states.pop(session_id, None)
                 try:
                     self._stash_path(session_id).unlink(missing_ok=True)
+                    Path(self._snapshot_path(session_id)).unlink(missing_ok=True)
                     fsync_dir(self._sessions_dir)
                 except OSError as exc:
                     log.warning("deleting session %r: %s", session_id, exc)
