@@ -85,7 +85,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
     """Run one turn to its end; a cancel ends it with stop_reason "cancelled"."""
     turn = _Turn(state, settings, checkpoint=0)
     try:
-        await state.refresh()
+        await state.refresh(full=False)  # a session resumed from its snapshot stays so
         opening: list[ev.Event] = []
         if state.head == 0:
             opening.append(
