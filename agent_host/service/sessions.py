@@ -189,6 +189,7 @@ class SessionService:
             raise SessionNotFound(session_id)
         host = self._open_in(session_id, cwd)
         state = await host.resume(session_id)
+        await state.load()  # the whole conversation, not only what a turn needs
         return list(state.timeline)
 
     async def history(self, session_id: str, limit: int | None = None) -> list[dict]:

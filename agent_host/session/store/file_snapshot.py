@@ -1,5 +1,5 @@
-"""The file store's resume snapshots (see session.resume_snapshot), and reading a
-log's last events without reading the log.
+"""The file store's resume snapshots (see session.resume_snapshot), and a long
+log's last events read from its end, for a process that has not read the log.
 
 ``snapshots/<id>.snap`` holds the seq it was taken at on its first line, then the
 snapshot. It is written to a temporary file and renamed over the last one, not
@@ -54,12 +54,13 @@ def read(path: str) -> tuple[int, bytes] | None:
         return None
 
 
-def tail_events(
-    fd: int, where: str, first_seq: int, decode: Callable[[list[Any]], list[Event]]
-) -> list[Event] | None:
-    """The log's events from ``first_seq`` on, read from its end; None when that
-    cannot be settled here (a torn or damaged tail, seqs out of order): a full
-    read settles it, repairing or raising as it does for any read."""
+def tail_records(
+    fd: int, where: str, decode: Callable[[list[Any]], list[Event]], first_seq: int = 0
+) -> tuple[list[Event], list[int], int] | None:
+    """The log's last events -- back to ``first_seq`` at least, if it has it --
+    where their lines start, and where its content ends; read from its end. None
+    when that cannot be settled here (a torn or damaged tail, seqs out of order):
+    a full read settles it, repairing or raising as it does for any read."""
     end = log_file.content_end(fd, os.lseek(fd, 0, os.SEEK_END))
     want = _FIRST_READ
     while end:
@@ -72,7 +73,7 @@ def tail_events(
             if cut == len(data):
                 want *= 4
                 continue
-            data = data[cut:]
+            data, start = data[cut:], start + cut
         try:
             found = framing.scan(data, decode, where)
         except CorruptLogError:
@@ -81,9 +82,9 @@ def tail_events(
         if found.torn or not events:
             return None
         seqs = [e.seq for e in events]
-        if seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+        if seqs != list(range(seqs[0], seqs[0] + len(seqs))) or (start == 0 and seqs[0] != 1):
             return None
-        if seqs[0] <= first_seq or not start:
-            return events[max(first_seq - seqs[0], 0) :]
+        if seqs[0] <= max(first_seq, 1) or not start:
+            return events, [start + offset for offset in found.offsets], end
         want *= 4
-    return []
+    return [], [], 0
