@@ -37,6 +37,8 @@ from .errors import StoreUnavailable
 from .pricing import total_cost
 
 VERSION = 1
+HEADER_READ = 4096
+"""Bytes of a snapshot a resume reads: its header, not its conversation."""
 _MAGIC = b"AHS1 "
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,14 @@ def parse_header(data: bytes) -> tuple[Header, int]:
     return header, newline + 1 + size
 
 
+def _header_end(data: bytes) -> int:
+    try:
+        newline = data.index(b"\n", 0, 64)
+        return newline + 1 + int(data[:newline].split(b" ")[2])
+    except (ValueError, IndexError):
+        return 0  # not a header: parse_header says why
+
+
 def parse_body(data: bytes, header: Header, at: int) -> MessageFold:
     body = memoryview(data)[at:]
     if len(body) != header.body_len or f"{zlib.crc32(body):08x}" != header.body_crc:
@@ -183,11 +193,13 @@ async def load(store: Any, session_id: str, *, body: bool = False) -> Loaded | N
     read = getattr(store, "read_snapshot", None)
     if read is None:
         return None  # a store of another make, without snapshots: fold the log
-    found = await read(session_id)
+    found = await read(session_id, None if body else HEADER_READ)
     if found is None:
         return None
     data, events = found
     try:
+        if not body and len(data) == HEADER_READ and len(data) < _header_end(data):
+            return await load(store, session_id, body=True)  # a header longer than read
         header, at = parse_header(data)
         fold = parse_body(data, header, at) if body else None
     except SnapshotDamaged as exc:

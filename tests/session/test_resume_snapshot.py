@@ -329,3 +329,16 @@ async def test_a_store_without_snapshots_resumes_by_folding(tmp_path, root):
     seen, folded = await resumed(Plain(), model, root)
     assert folded
     assert seen == await reference(inner)
+
+
+async def test_a_header_longer_than_a_resume_reads_is_read_whole(
+    store_url, tmp_path, root, monkeypatch
+):
+    from agent_host.session import resume_snapshot
+
+    model = script(tmp_path)
+    await build(store_url, model, root)
+    monkeypatch.setattr(resume_snapshot, "HEADER_READ", 40)
+    seen, folded = await resumed(store_url, model, root)
+    assert not folded
+    assert seen == await reference(store_url)

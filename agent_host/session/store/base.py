@@ -162,8 +162,9 @@ class StoreBase:
     ``on_change`` (news of appends made by other processes or hosts), and the
     resume snapshot (see session.resume_snapshot): ``_write_snapshot(session_id,
     head, data)`` keeps one blob per session, replacing the last, and
-    ``_read_snapshot(session_id) -> (data, events) | None`` gives it back with the
-    log's events from seq ``head`` on, read as one consistent view. The defaults
+    ``_read_snapshot(session_id, limit) -> (data, events) | None`` gives it back (its
+    first ``limit`` bytes, if not None) with the log's events from seq ``head`` on,
+    read as one consistent view. The defaults
     keep none, which is always correct (a resume folds the log), only slower.
 
     Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode`,
@@ -237,12 +238,14 @@ class StoreBase:
         check_session_id(session_id)
         await self._call(self._write_snapshot, session_id, head, data)
 
-    async def read_snapshot(self, session_id: str) -> tuple[bytes, list[Event]] | None:
-        """The session's snapshot and the log's events from its head's seq on (the
-        first, if the log still has that seq, is the one it was taken at); None
-        when there is none."""
+    async def read_snapshot(
+        self, session_id: str, limit: int | None = None
+    ) -> tuple[bytes, list[Event]] | None:
+        """The session's snapshot (its first ``limit`` bytes, if given) and the log's
+        events from its head's seq on (the first, if the log still has that seq, is
+        the one it was taken at); None when there is none."""
         check_session_id(session_id)
-        return await self._call(self._read_snapshot, session_id)
+        return await self._call(self._read_snapshot, session_id, limit)
 
     def on_change(self, callback: Callable[[str, int], None]) -> Callable[[], None]:
         """Call ``callback(session_id, head)`` (on a thread of the store's own) when
@@ -314,7 +317,9 @@ class StoreBase:
     def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
         return None  # kept nowhere: every resume folds the log
 
-    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[Event]] | None:
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[Event]] | None:
         return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:

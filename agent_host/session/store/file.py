@@ -426,11 +426,13 @@ class FileCheckpointer(StoreBase):
         file_snapshot.write(self._snapshot_path(session_id), head, data)
 
     @_reported("read")
-    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[ev.Event]] | None:
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
         with self._reading(session_id) as (fd, repair):
             if fd is None:
                 return None
-            found = file_snapshot.read(self._snapshot_path(session_id))
+            found = file_snapshot.read(self._snapshot_path(session_id), limit)
             if found is None:
                 return None
             head, data = found

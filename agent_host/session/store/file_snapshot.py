@@ -39,19 +39,22 @@ def write(path: str, head: int, data: bytes) -> None:
         raise
 
 
-def read(path: str) -> tuple[int, bytes] | None:
-    """The seq a snapshot was taken at and the snapshot; None if there is none or
-    its first line is damaged (the snapshot's own checks catch the rest)."""
+def read(path: str, limit: int | None = None) -> tuple[int, bytes] | None:
+    """The seq a snapshot was taken at and the snapshot (its first ``limit`` bytes);
+    None if there is none or its first line is damaged (the snapshot's own checks
+    catch the rest)."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(-1 if limit is None else limit + 24)
     except FileNotFoundError:
         return None
     newline = data.find(b"\n", 0, 24)
     try:
-        return int(data[:newline]), data[newline + 1 :]
+        head = int(data[:newline])
     except ValueError:
         return None
+    end = None if limit is None else newline + 1 + limit
+    return head, data[newline + 1 : end]
 
 
 def tail_records(

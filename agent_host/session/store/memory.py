@@ -96,12 +96,14 @@ class MemoryCheckpointer(StoreBase):
         if session is not None:
             session.snapshot = (head, bytes(data))
 
-    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[ev.Event]] | None:
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
         session = self._sessions.get(session_id)
         if session is None or session.snapshot is None:
             return None
         head, data = session.snapshot
-        return data, self._read(session_id, head - 1)
+        return data[:limit], self._read(session_id, head - 1)
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         return self._leases.hold(session_id)

@@ -279,14 +279,18 @@ class SqliteCheckpointer(StoreBase):
                 (session_id, head, data),
             )
 
-    def _read_snapshot(self, session_id: str) -> tuple[bytes, list[ev.Event]] | None:
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
         with self._mutex:
             # One read transaction: the snapshot and the log as of one moment.
             try:
                 self._conn.execute("BEGIN")
                 try:
                     row = self._conn.execute(
-                        "SELECT head, data FROM snapshots WHERE session_id = ?", (session_id,)
+                        "SELECT head, CASE WHEN ? IS NULL THEN data ELSE substr(data, 1, ?) END "
+                        "FROM snapshots WHERE session_id = ?",
+                        (limit, limit, session_id),
                     ).fetchone()
                     rows = (
                         self._conn.execute(
@@ -303,7 +307,7 @@ class SqliteCheckpointer(StoreBase):
                 raise _busy(self._where, "read", exc) from None
         if row is None:
             return None
-        return bytes(row[1]), [self.decode(data) for (data,) in rows]
+        return bytes(row[1] or b""), [self.decode(data) for (data,) in rows]
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         if self.path is None:
