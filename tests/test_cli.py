@@ -341,10 +341,10 @@ def test_server_errors_print_one_line_and_exit_1(project, store):
         == "agent-host: invalid session id 'not/an id': use 1-128 letters, digits, '-' or '_'\n"
     )
     bad_store = agent_host(
-        "run", "hi", "--store", "postgres://nowhere/x", "--workspace", str(project)
+        "run", "hi", "--store", "mongodb://nowhere/x", "--workspace", str(project)
     )
     assert bad_store.returncode == 1
-    assert bad_store.stderr.startswith("agent-host: unsupported store URL 'postgres://nowhere/x'")
+    assert bad_store.stderr.startswith("agent-host: unsupported store URL 'mongodb://nowhere/x'")
     assert "Traceback" not in bad_store.stderr
     no_model = agent_host("compact", "s1", *common(store, project, "nonsense"))
     assert no_model.returncode == 1 and "model 'nonsense' is not one of" in no_model.stderr
@@ -579,7 +579,7 @@ def test_store_from_the_environment(tmp_path):
 
 
 def test_errors_and_usage_have_distinct_exit_codes():
-    bad = agent_host("sessions", "--store", "postgres://nowhere/x")
+    bad = agent_host("sessions", "--store", "mongodb://nowhere/x")
     assert bad.returncode == 1
     assert "unsupported store URL" in bad.stderr and "Traceback" not in bad.stderr
     assert agent_host().returncode == 2
