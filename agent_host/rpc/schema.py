@@ -59,6 +59,14 @@ _EXTRA_EVENT_DATA: dict[str, dict[str, Any]] = {
         "properties": {"stage": {"type": "string"}, "message": {"type": "string"}},
         "required": ["stage", "message"],
     },
+    "session_changed": {
+        "type": "object",
+        "description": "Another process or host sharing the store (PostgreSQL) changed a "
+        "session this server holds: appended to it or cut it back (head: its new head), "
+        "or deleted it (head 0). Reload what the session shows if it matters.",
+        "properties": {"head": {"type": "integer", "minimum": 0}},
+        "required": ["head"],
+    },
     "mcp_server": {
         "type": "object",
         "description": "An MCP server of the session started (ready), failed to start or "

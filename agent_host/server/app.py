@@ -26,6 +26,7 @@ from ..rpc import methods
 from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams, structure, unstructure
 from ..service import SessionService
+from ..service.port import SessionChanged
 from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
@@ -111,6 +112,8 @@ class AgentServer(LanguageServer):
             kind, data = _event_kind(item), _camel_keys(ev.to_dict(item))
         elif isinstance(item, CompactionProgress):
             kind, data = "compaction_progress", {"stage": item.stage, "message": item.message}
+        elif isinstance(item, SessionChanged):
+            kind, data = "session_changed", {"head": item.head}
         elif type(item).__name__ == "McpServerStatus":
             # (by name: the MCP package stays out of the server's start-up until used)
             kind, data = "mcp_server", unstructure(item)

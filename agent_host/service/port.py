@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
+import attrs
+
 from ..session import events as ev
 from ..session.approval import Decision, PermissionRequest
 from ..session.compaction import CompactionProgress
@@ -19,9 +21,20 @@ from ..session.workspace import Workspace
 if TYPE_CHECKING:
     from ..session.mcp import McpServerStatus
 
-Update: TypeAlias = "TextDelta | ev.Event | CompactionProgress | McpServerStatus"
+
+@attrs.frozen
+class SessionChanged:
+    """Another process or host changed a session this server holds (a shared store
+    told it): appended to it, cut it back, or deleted it (``head`` 0). The client may
+    reload what it shows; this server's next action on the session reads it anew."""
+
+    head: int
+
+
+Update: TypeAlias = "TextDelta | ev.Event | CompactionProgress | McpServerStatus | SessionChanged"
 """What a running turn, compaction or restore tells the client: streamed text, an
-event as it is appended to the log, a compaction's progress, an MCP server's news."""
+event as it is appended to the log, a compaction's progress, an MCP server's news;
+and, between turns, a change another host made (SessionChanged)."""
 
 
 class ClientPort(Protocol):

@@ -10,8 +10,10 @@ and a session runs in the folder it was opened with (``cwd`` of ``new``,
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,9 @@ from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
 from ..session.resources import McpConfigs
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
 from ..session.turn import TurnResult
-from .port import ClientPort
+from .port import ClientPort, SessionChanged
+
+log = logging.getLogger(__name__)
 
 
 @attrs.define
@@ -80,7 +84,32 @@ class SessionService:
         self._folders: dict[str, tuple[str, ...]] = {}
         """Sessions opened in a folder other than the server's, by id."""
         self._closing: asyncio.Future[None] | None = None
+        self._held: set[str] = set()
+        """Sessions opened through this service: the ones the client hears changed."""
+        self._stop_watching = self._watch_store()
         self.host()  # the server's folder: bad options fail here, at start
+
+    def _watch_store(self) -> Callable[[], None]:
+        """Tell the client when another host changes a session it holds (a store
+        that can tell: PostgreSQL's LISTEN/NOTIFY)."""
+        on_change = getattr(self.store, "on_change", None)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if on_change is None or loop is None:
+            return lambda: None
+
+        def changed(session_id: str, head: int) -> None:  # on the store's thread
+            if session_id in self._held and not loop.is_closed():
+                with suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self._announce, session_id, head)
+
+        return on_change(changed)
+
+    def _announce(self, session_id: str, head: int) -> None:
+        task = asyncio.ensure_future(self.port.update(session_id, SessionChanged(head)))
+        task.add_done_callback(_quiet)
 
     # -- hosts: one per folder
 
@@ -107,6 +136,7 @@ class SessionService:
         return self._hosts[key] if key is not None else self.host()
 
     def _open_in(self, session_id: str, cwd: str | os.PathLike[str] | None) -> AgentHost:
+        self._held.add(session_id)
         host = self.host(cwd)
         if cwd is not None:
             self._folders[session_id] = tuple(str(r) for r in host.workspace.roots)
@@ -143,6 +173,7 @@ class SessionService:
     ) -> SendOutcome:
         """One turn; a session that does not exist yet is started under that id."""
         session_id = session_id or new_session_id()
+        self._held.add(session_id)
         host = self.host_of(session_id)
         if context:
             shown = "\n\n".join(
@@ -224,6 +255,7 @@ class SessionService:
         whole), in the source's folder; the source untouched."""
         host = self.host_of(session_id)
         fork_id = await host.fork(session_id, seq, title=title)
+        self._held.add(fork_id)
         if session_id in self._folders:
             self._folders[fork_id] = self._folders[session_id]
         return fork_id
@@ -252,10 +284,12 @@ class SessionService:
         """Stop the session's running turn and let go of it here; it stays stored."""
         await self.host_of(session_id).close_session(session_id)
         self._folders.pop(session_id, None)
+        self._held.discard(session_id)
 
     async def delete(self, session_id: str) -> None:
         await self.host_of(session_id).delete_session(session_id)
         self._folders.pop(session_id, None)
+        self._held.discard(session_id)
 
     async def shutdown(self) -> None:
         """Cancel running turns (each closes its log), then release every host and
@@ -266,9 +300,16 @@ class SessionService:
         await asyncio.shield(self._closing)
 
     async def _shutdown(self) -> None:
+        self._stop_watching()
         await asyncio.gather(*(host.close() for host in self._hosts.values()))
         if self._owns_store:
             await self.store.close()
+
+
+def _quiet(task: asyncio.Future[None]) -> None:
+    # A client gone away must not leave "exception never retrieved" behind.
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("telling the client of a session change failed: %s", task.exception())
 
 
 def _cursor(cursor: str | None) -> int:

@@ -17,7 +17,7 @@ import orjson
 
 from ..blobs import BlobStore
 from ..errors import CheckpointConflictError, CheckpointNotFound, CorruptLogError, InvalidSessionId
-from ..events import Event, from_dict
+from ..events import Event, from_dict, from_dicts
 from .info import SessionInfo, Truncation
 
 __all__ = [
@@ -167,7 +167,8 @@ class StoreBase:
     read as one consistent view. The defaults
     keep none, which is always correct (a resume folds the log), only slower.
 
-    Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode`,
+    Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode` (and
+    :meth:`decode_many`),
     :meth:`decode_truncation` / :meth:`encode_truncation`, and ``where`` (the
     store as messages name it).
     """
@@ -279,6 +280,13 @@ class StoreBase:
         """A stored event (its JSON) back as an Event; CorruptLogError naming the store."""
         try:
             return from_dict(orjson.loads(data))
+        except Exception as exc:
+            raise CorruptLogError(f"{self.where}: an event could not be read: {exc}") from exc
+
+    def decode_many(self, datas: Sequence[bytes | str]) -> list[Event]:
+        """:meth:`decode` for a log window at once (shares what the events repeat)."""
+        try:
+            return from_dicts([orjson.loads(d) for d in datas])
         except Exception as exc:
             raise CorruptLogError(f"{self.where}: an event could not be read: {exc}") from exc
 

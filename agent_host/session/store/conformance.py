@@ -501,3 +501,21 @@ async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(backend)
         holder.wait(timeout=10)
     async with backend.open().turn_lease("s1"):
         pass
+
+
+async def test_list_pages_walk_every_session_once_newest_first(store):
+    for n in range(7):
+        await store.append(f"s{n}", [UserPrompt(text=f"p{n}")])
+    await store.append("s2", [AssistantMessage(text="moves s2 to the top")])
+    everything = [i.id for i in await store.list()]
+    seen, after = [], None
+    while True:
+        page = await store.list_page(3, after)
+        assert len(page) <= 3
+        if not page:
+            break
+        seen += [i.id for i in page]
+        after = (page[-1].updated_at, page[-1].id)
+    assert seen == everything and everything[0] == "s2" and len(set(seen)) == 7
+    with pytest.raises(ValueError, match="positive"):
+        await store.list_page(0)

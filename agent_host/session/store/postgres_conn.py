@@ -14,11 +14,13 @@ see PostgresCheckpointer._append). Passwords never reach a message.
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
 import psycopg_pool
@@ -54,8 +56,13 @@ class Target:
                 f"schema {self.schema!r} in the store URL: use 1-63 lowercase letters, "
                 "digits or '_', starting with a letter or '_'"
             )
-        self.conninfo = parts._replace(query=urlencode(kept)).geturl()
+        if not any(key == "application_name" for key, _ in kept):
+            # What pg_stat_activity shows: which process holds a connection.
+            kept.append(("application_name", f"agent-host {os.getpid()}"))
+        self.conninfo = parts._replace(query=urlencode(kept, quote_via=quote)).geturl()
         """What libpq gets: the URL without agent-host's own parameters."""
+        shown = [(k, v) for k, v in query if k != "application_name"]
+        parts = parts._replace(query=urlencode(shown, quote_via=quote))
         netloc = parts.netloc
         if parts.password is not None:
             netloc = netloc.replace(f":{parts.password}@", "@", 1)
@@ -105,7 +112,7 @@ class Pool:
                     configure=_configure,
                     # A connection the server dropped (a restart, pg_terminate_backend)
                     # is replaced before an operation starts on it.
-                    check=psycopg_pool.ConnectionPool.check_connection,
+                    check=_check_alive,
                     timeout=POOL_TIMEOUT,
                     open=False,
                     name="agent-host",
@@ -141,15 +148,29 @@ class Pool:
                 self._pool = None
 
 
+def _check_alive(conn: psycopg.Connection) -> None:
+    """Raise if the server closed ``conn``, without a round trip (the pool's own
+    check sends a query each time, a third of a small append's cost): an idle
+    connection has nothing to read unless the server said goodbye (or, rarely, sent
+    a notice: then a new connection is made for nothing)."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        conn.close()  # so that the pool throws it away instead of offering it again
+        raise psycopg.OperationalError("the server sent something to an idle connection")
+
+
 def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavailable:
     """What went wrong, and what to do, for a psycopg error met doing ``action``."""
     text = str(exc).strip()
     low = text.lower()
     fix = ""
+    lost = False
     sqlstate = getattr(exc, "sqlstate", None)
-    if "does not exist" in low and "database" in low:
-        name = _quoted(text) or "it"
-        fix = f"the database does not exist; create it (createdb {name}) or fix the URL"
+    missing = re.search(r'database "([^"]+)" does not exist', text)
+    if missing:
+        fix = f"the database does not exist; create it (createdb {missing.group(1)}) or fix the URL"
     elif sqlstate == "28P01" or "password authentication failed" in low or "no password" in low:
         fix = (
             "the server refused the user's password; set it in PGPASSWORD or ~/.pgpass "
@@ -167,11 +188,9 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
             "the connection to the server was lost; nothing of this operation was "
             "committed, try again once the server is back"
         )
+        lost = True
     reason = text.splitlines()[0] if text else type(exc).__name__
     message = f"cannot {action} {target.url}: {reason}"
-    return StoreUnavailable(f"{message}: {fix}" if fix else message)
-
-
-def _quoted(text: str) -> str | None:
-    found = re.search(r'"([^"]+)"', text)
-    return found.group(1) if found else None
+    error = StoreUnavailable(f"{message}: {fix}" if fix else message)
+    error.connection_lost = lost  # type: ignore[attr-defined]
+    return error

@@ -17,7 +17,7 @@ from psycopg import sql
 from ..errors import StoreUnavailable
 
 # {s} is the schema, quoted. Append only.
-MIGRATIONS = [
+MIGRATIONS: list[str | tuple[str, ...]] = [
     # 1: sessions and their summaries, events, truncations, blobs in chunks.
     """
     CREATE TABLE {s}.sessions (
@@ -56,6 +56,46 @@ MIGRATIONS = [
         PRIMARY KEY (blob_id, n)
     );
     """,
+    # 2: an append that knows its head in one statement, so in one round trip
+    # (see PostgresCheckpointer._append_known). A conflict raises SQLSTATE AH409
+    # with the head found as its message.
+    (
+        """
+    CREATE FUNCTION {s}.append_known(
+        p_id text, p_expected bigint, p_datas bytea[], p_ts double precision,
+        p_prompts integer, p_set_title text, p_first_title text, p_workspace text,
+        p_channel text, p_origin text
+    ) RETURNS bigint LANGUAGE plpgsql AS $body$
+    DECLARE
+        found_head bigint;
+        new_head bigint := p_expected + cardinality(p_datas);
+    BEGIN
+        SELECT head INTO found_head FROM {s}.sessions WHERE id = p_id FOR UPDATE;
+        IF NOT FOUND AND p_expected = 0 THEN
+            INSERT INTO {s}.sessions (id, created_at, updated_at, head, turns, title, workspace)
+            VALUES (p_id, p_ts, p_ts, 0, 0, '', '') ON CONFLICT (id) DO NOTHING;
+            SELECT head INTO found_head FROM {s}.sessions WHERE id = p_id FOR UPDATE;
+        END IF;
+        found_head := COALESCE(found_head, 0);
+        IF found_head <> p_expected THEN
+            RAISE EXCEPTION USING ERRCODE = 'AH409', MESSAGE = found_head::text;
+        END IF;
+        INSERT INTO {s}.events (session_id, seq, data)
+        SELECT p_id, p_expected + n, d FROM unnest(p_datas) WITH ORDINALITY AS x(d, n);
+        UPDATE {s}.sessions SET
+            created_at = CASE WHEN p_expected = 0 THEN p_ts ELSE created_at END,
+            updated_at = p_ts,
+            head = new_head,
+            turns = turns + p_prompts,
+            title = COALESCE(p_set_title, CASE WHEN title = '' THEN p_first_title ELSE title END),
+            workspace = COALESCE(p_workspace, workspace)
+        WHERE id = p_id;
+        PERFORM pg_notify(p_channel, p_origin || ' ' || new_head || ' ' || p_id);
+        RETURN new_head;
+    END
+    $body$
+    """,
+    ),
 ]
 
 
@@ -87,7 +127,9 @@ def migrate(conn: psycopg.Connection, schema: str, where: str) -> None:
                 f"agent-host knows ({len(MIGRATIONS)}); upgrade agent-host"
             )
         for number, step in enumerate(MIGRATIONS[version:], version + 1):
-            for statement in filter(str.strip, step.split(";")):
+            # A step is statements split at ';', or a tuple of whole ones (a body).
+            statements = step if isinstance(step, tuple) else step.split(";")
+            for statement in filter(str.strip, statements):
                 conn.execute(sql.SQL(statement).format(s=s))  # type: ignore[arg-type]
             conn.execute(
                 sql.SQL("INSERT INTO {s}.schema_version (version) VALUES (%s)").format(s=s),

@@ -120,6 +120,23 @@ def read_acks(path: Path) -> list[tuple[int, int, int, int]]:
 # -- the crash tests
 
 
+def wait_for_backends_of(url: str, pid: int, timeout: float = 30.0) -> None:
+    """Until the server has no connection left of process ``pid`` (application_name)."""
+    import psycopg
+
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            (left,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                (f"agent-host {pid}",),
+            ).fetchone()
+            if left == 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"the server still runs statements of dead process {pid}")
+
+
 async def crash_durable(backend, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     ack = tmp_path / "ack"
@@ -155,6 +172,10 @@ async def crash_durable(backend, tmp_path: Path, seed: int) -> None:
         assert proc.returncode == -signal.SIGKILL, (
             f"round {rnd}: the writer died on its own ({proc.returncode}):\n{err.decode()}"
         )
+        if backend.name == "postgres":
+            # The server finishes a statement the writer had sent (and commits it)
+            # after the writer died: what is stored is settled once that is done.
+            await asyncio.to_thread(wait_for_backends_of, backend.url, proc.pid)
 
         acked = read_acks(ack)
         last_acked = acked[-1][0] if acked else 0
