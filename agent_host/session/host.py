@@ -20,7 +20,6 @@ from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
-from .conversation import limit_messages
 from .environment import EnvironmentPolicy, as_policy, using_policy
 from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
@@ -214,7 +213,7 @@ class AgentHost:
     async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""
         state = await self._state(self._sid(session_id), full=False)
-        return limit_messages(await state.messages(keep=False), limit)
+        return await state.history(limit)
 
     async def session_cost(self, session_id: str | None = None) -> float | None:
         """Money spent in the session so far (USD); None when a model's cost is unknown."""

@@ -121,9 +121,10 @@ def snapshot_of(
 
 
 def encode(header: Header, fold: MessageFold) -> bytes:
-    body = orjson.dumps(
-        {"messages": fold.messages, "seqs": fold.seqs, "open_calls": fold.open_calls}
-    )
+    # One message per line, so that a history page parses only its own messages.
+    messages = b",\n".join(map(orjson.dumps, fold.messages))
+    index = orjson.dumps({"seqs": fold.seqs, "open_calls": fold.open_calls})
+    body = b"%s\n[%s]" % (index, messages)
     header = attrs.evolve(header, body_len=len(body), body_crc=f"{zlib.crc32(body):08x}")
     head = orjson.dumps({"v": VERSION, **attrs.asdict(header)})
     return b"%s%08x %d\n%s%s" % (_MAGIC, zlib.crc32(head), len(head), head, body)
@@ -161,19 +162,40 @@ def _header_end(data: bytes) -> int:
         return 0  # not a header: parse_header says why
 
 
-def parse_body(data: bytes, header: Header, at: int) -> MessageFold:
+def parse_body(
+    data: bytes, header: Header, at: int, last: int | None = None
+) -> tuple[MessageFold, int]:
+    """The conversation -- only its ``last`` messages, if given -- and how many
+    messages before those were left out."""
     body = memoryview(data)[at:]
     if len(body) != header.body_len or f"{zlib.crc32(body):08x}" != header.body_crc:
         raise SnapshotDamaged("its conversation fails its checksum")
     try:
-        parsed = orjson.loads(body)
-        fold = MessageFold(parsed["messages"], parsed["seqs"])
-        fold.open_calls.update(parsed["open_calls"])
-    except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        newline = data.index(b"\n", at)
+        index = orjson.loads(body[: newline - at])
+        seqs, open_calls = index["seqs"], index["open_calls"]
+        start, cut = newline + 1, 0
+        if last is not None and last < len(seqs):
+            cut = len(seqs) - last
+            earliest = min(open_calls.values(), default=cut)
+            pos = len(data) - 1
+            for _ in range(last):
+                pos = data.rfind(b",\n", start, pos)
+                if pos < start:
+                    break
+            if earliest < cut or pos < start:
+                cut = 0  # a call still open before the page: it is read whole
+            else:
+                messages = orjson.loads(b"[" + data[pos + 2 :])
+        if not cut:
+            messages = orjson.loads(body[start - at :])
+        fold = MessageFold(messages, seqs[cut:])
+        fold.open_calls.update({c: i - cut for c, i in open_calls.items()})
+    except (KeyError, TypeError, ValueError) as exc:  # orjson's errors are ValueErrors
         raise SnapshotDamaged(f"its conversation does not read: {exc}") from exc
     if len(fold.messages) != len(fold.seqs):
         raise SnapshotDamaged("its messages and seqs differ in number")
-    return fold
+    return fold, cut
 
 
 @attrs.define
@@ -184,12 +206,17 @@ class Loaded:
     tail: list[ev.Event]
     fold: MessageFold | None = None
     """The conversation as of the head (read only when asked for)."""
+    cut: int = 0
+    """Messages before ``fold``'s first left out (a page was asked for)."""
 
 
-async def load(store: Any, session_id: str, *, body: bool = False) -> Loaded | None:
+async def load(
+    store: Any, session_id: str, *, body: bool = False, last: int | None = None
+) -> Loaded | None:
     """The session's snapshot if it still matches the log (with the conversation,
-    when ``body``); None when there is none, it is stale, or it is damaged (then a
-    warning says why), or a newer event changes what it folded."""
+    when ``body``, only its ``last`` messages if given); None when there is none, it
+    is stale, or it is damaged (then a warning says why), or a newer event changes
+    what it folded."""
     read = getattr(store, "read_snapshot", None)
     if read is None:
         return None  # a store of another make, without snapshots: fold the log
@@ -201,7 +228,7 @@ async def load(store: Any, session_id: str, *, body: bool = False) -> Loaded | N
         if not body and len(data) == HEADER_READ and len(data) < _header_end(data):
             return await load(store, session_id, body=True)  # a header longer than read
         header, at = parse_header(data)
-        fold = parse_body(data, header, at) if body else None
+        fold, cut = parse_body(data, header, at, last) if body else (None, 0)
     except SnapshotDamaged as exc:
         log.warning(
             "session %s: its resume snapshot is not used (%s); folding the log", session_id, exc
@@ -212,7 +239,7 @@ async def load(store: Any, session_id: str, *, body: bool = False) -> Loaded | N
     tail = events[1:]
     if any(changes_the_past(e) for e in tail):
         return None
-    return Loaded(header, tail, fold)
+    return Loaded(header, tail, fold, cut)
 
 
 async def save(store: Any, session_id: str, data: bytes | None, head: int) -> None:

@@ -18,7 +18,7 @@ import attrs
 
 from . import events as ev
 from . import resume_snapshot
-from .conversation import MessageFold
+from .conversation import MessageFold, limit_messages
 from .pricing import total_cost
 from .resume_snapshot import Header, HeadMark, changes_the_past, session_model
 from .store import Checkpointer
@@ -159,11 +159,33 @@ class SessionState:
                 await self.load()  # the snapshot moved on or went: fold the log
                 return await self.messages()
             fold = loaded.fold
-            assert fold is not None
+            assert fold is not None and not loaded.cut
             fold.extend(self._tail)
             if keep:
                 self._fold, self._fold_of, self._fold_count = fold, self._tail, len(self._tail)
         return fold.view()[0]
+
+    async def history(self, limit: int | None) -> list[dict[str, Any]]:
+        """The last ``limit`` messages of the conversation (all: None), widened so no
+        tool result loses its call: resumed from a snapshot, only those are read."""
+        if self._current_fold() is not None or limit is None or limit <= 0:
+            return limit_messages(await self.messages(keep=False), limit)
+        if any(type(e) is ev.Compaction for e in self._tail):
+            return limit_messages(await self.messages(keep=False), limit)
+        want = limit + 8
+        while True:
+            loaded = await resume_snapshot.load(self.store, self.id, body=True, last=want)
+            if loaded is None or loaded.header.head != self._base.head:  # type: ignore[union-attr]
+                await self.load()
+                return limit_messages(await self.messages(), limit)
+            assert loaded.fold is not None
+            loaded.fold.extend(self._tail)
+            view = loaded.fold.view()[0]
+            page = limit_messages(view, limit)
+            # Whole unless widening it reached the first message read of a longer one.
+            if not loaded.cut or len(page) < len(view):
+                return page
+            want *= 4
 
     def _current_fold(self) -> MessageFold | None:
         """The conversation folded up to now, folding what was added since; None

@@ -342,3 +342,35 @@ async def test_a_header_longer_than_a_resume_reads_is_read_whole(
     seen, folded = await resumed(store_url, model, root)
     assert not folded
     assert seen == await reference(store_url)
+
+
+@pytest.mark.parametrize("open_call", [False, True])
+async def test_every_history_page_is_the_end_of_the_whole_conversation(
+    open_call, store_url, tmp_path, root
+):
+    from agent_host.session.state import SessionState
+
+    model = script(tmp_path)
+    await build(store_url, model, root, turns=4)
+    s = open_store(store_url) if isinstance(store_url, str) else store_url
+    if open_call:
+        # A turn end with a call still unanswered: the snapshot holds an open call,
+        # and the events after it answer it.
+        state = SessionState(s, SID)
+        await state.refresh(full=False)
+        await state.append(
+            [
+                ev.ToolCall(call_id="open", name="read_file", arguments={"path": "a"}),
+                ev.TurnEnd(stop_reason="cancelled"),
+            ]
+        )
+        await s.append(SID, [ev.AssistantMessage(text="later"), ev.UserPrompt(text="more")])
+        await s.append(SID, [ev.ToolResult(call_id="open", output="late result")])
+    if isinstance(store_url, str):
+        await s.close()
+    whole = (await reference(store_url))["messages"]
+    for limit in (None, 0, 1, 2, 3, 4, 5, 7, 10, 20, len(whole) - 1, len(whole), 500):
+        async with host_on(store_url, model, root) as host:
+            state = await host.resume(SID)
+            assert await host.history(SID, limit=limit) == limit_messages(whole, limit), limit
+            assert not state.loaded
