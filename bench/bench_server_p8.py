@@ -80,6 +80,7 @@ class Resumes:
     after: Samples = field(default_factory=Samples)
     growth: Samples = field(default_factory=Samples)
     peak: Samples = field(default_factory=Samples)
+    peak_growth: Samples = field(default_factory=Samples)
     took: Samples = field(default_factory=Samples)
     page_growth: Samples = field(default_factory=Samples)
     page_took: Samples = field(default_factory=Samples)
@@ -112,6 +113,7 @@ def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: s
         out.after.values.append(rss1 / 1024)
         out.growth.values.append((rss1 - rss0) / 1024)
         out.peak.values.append(hwm / 1024)
+        out.peak_growth.values.append((hwm - rss0) / 1024)
         out.page_growth.values.append((rss2 - rss0) / 1024)
         if len(page["messages"]) < HISTORY_PAGE:
             raise RuntimeError(f"history gave {len(page['messages'])} messages")
@@ -195,12 +197,13 @@ def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[
         Row("  RSS before resume (same spawns)", main.before, "MiB"),
         Row("  RSS after resume", main.after, "MiB"),
         Row("  peak RSS (VmHWM) after resume", main.peak, "MiB"),
+        Row("peak RSS growth: session/resume", main.peak_growth, "MiB", max_value=80),
         Row(
             f"  RSS growth with a session/history page ({HISTORY_PAGE})",
             main.page_growth,
             "MiB",
-            note=f"the page took {fmt(main.page_took.median, 'ms')} (reads the snapshot's "
-            "conversation, keeps none of it)",
+            note=f"the page took {fmt(main.page_took.median, 'ms')} (checks the whole "
+            "snapshot, parses the page's messages, keeps none of them)",
         ),
         Row(
             f"server holding {HELD} such sessions, RSS",
