@@ -24,7 +24,7 @@ P10 ``session/send`` on a resumed 10,000-turn session: the time until its model 
 
 Each server gets its own store folder under one run directory (default: a folder in the
 temp dir when that is on the repo's filesystem, else beside the repo). See
-docs/performance.md ("Server") for a reading.
+docs/performance.md for the current figures and what limits each.
 
 This file runs them; each lives in its own module (bench_server_p5.py, _p6, _p8, _p10, and
 P6's profile in _p6_profile), with what they share in bench_server_common.py and what
