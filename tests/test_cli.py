@@ -340,11 +340,9 @@ def test_server_errors_print_one_line_and_exit_1(project, store):
         bad_id.stderr
         == "agent-host: invalid session id 'not/an id': use 1-128 letters, digits, '-' or '_'\n"
     )
-    bad_store = agent_host(
-        "run", "hi", "--store", "mongodb://nowhere/x", "--workspace", str(project)
-    )
+    bad_store = agent_host("run", "hi", "--store", "http://nowhere/x", "--workspace", str(project))
     assert bad_store.returncode == 1
-    assert bad_store.stderr.startswith("agent-host: unsupported store URL 'mongodb://nowhere/x'")
+    assert bad_store.stderr.startswith("agent-host: unsupported store URL 'http://nowhere/x'")
     assert "Traceback" not in bad_store.stderr
     no_model = agent_host("compact", "s1", *common(store, project, "nonsense"))
     assert no_model.returncode == 1 and "model 'nonsense' is not one of" in no_model.stderr
@@ -579,7 +577,7 @@ def test_store_from_the_environment(tmp_path):
 
 
 def test_errors_and_usage_have_distinct_exit_codes():
-    bad = agent_host("sessions", "--store", "mongodb://nowhere/x")
+    bad = agent_host("sessions", "--store", "http://nowhere/x")
     assert bad.returncode == 1
     assert "unsupported store URL" in bad.stderr and "Traceback" not in bad.stderr
     assert agent_host().returncode == 2

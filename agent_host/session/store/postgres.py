@@ -86,10 +86,11 @@ class PostgresCheckpointer(StoreBase):
         self, session_id: str, events: list[ev.Event], expected_head: int | None
     ) -> int:
         ts = time.time()
-        if events and expected_head is not None:
+        if events:
             effect = _batch_effect(events)
-            if effect is not None:
-                return self._append_known(session_id, events, expected_head, ts, effect)
+            rests = _after_seq(events, ts)
+            if effect is not None and rests is not None:
+                return self._append_batch(session_id, rests, expected_head, ts, effect)
         q = self._q
         committing = False
         new_head = 0
@@ -128,20 +129,18 @@ class PostgresCheckpointer(StoreBase):
                 return new_head
             raise
 
-    def _append_known(
+    def _append_batch(
         self,
         session_id: str,
-        events: list[ev.Event],
-        expected: int,
+        rests: list[bytes],
+        expected: int | None,
         ts: float,
         effect: tuple[int, str | None, str, str | None],
     ) -> int:
-        """An append whose head the caller knows (the engine's always do): its seqs
-        are known, so one statement -- one round trip, its own transaction -- checks
-        the head, inserts the events, updates the summary and notifies."""
-        datas = [ev.encode(e, n, ts) for n, e in enumerate(events, expected + 1)]
+        """An append in one statement (append_batch): one round trip, its own
+        transaction, the session's row locked only while the server runs it -- so
+        writers in several processes queue on the server, not across the network."""
         prompts, set_title, first_title, workspace = effect
-        new_head = expected + len(events)
         sent = False
         try:
             with self._pool.connection("append to") as conn:
@@ -149,11 +148,11 @@ class PostgresCheckpointer(StoreBase):
                 try:
                     sent = True
                     row = conn.execute(
-                        self._q.append_known,
+                        self._q.append_batch,
                         (
                             session_id,
                             expected,
-                            datas,
+                            rests,
                             ts,
                             prompts,
                             set_title,
@@ -171,11 +170,28 @@ class PostgresCheckpointer(StoreBase):
                     if not conn.broken:
                         with suppress(psycopg.Error):  # never hides what went wrong
                             conn.autocommit = False
-                return int(row[0]) if row else new_head
+                assert row is not None
+                return int(row[0])
         except StoreUnavailable:
-            if sent and self._landed(session_id, new_head, datas[-1]):
-                return new_head
+            if sent:
+                landed = self._landed_at(session_id, rests[-1])
+                if landed is not None:
+                    return landed
             raise
+
+    def _landed_at(self, session_id: str, rest: bytes) -> int | None:
+        """The seq of the event stored with the JSON ``rest`` (a batch's last), if
+        that append committed. If that cannot be found out either, the error says
+        so, and is not retried."""
+        try:
+            with self._pool.connection("check an append to") as conn:
+                row = conn.execute(self._q.find_rest, (session_id, rest)).fetchone()
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(
+                f"{exc}; an append to session {session_id!r} was being committed when the "
+                "connection was lost: read the session to see whether it landed"
+            ) from exc
+        return None if row is None else int(row[0])
 
     def _landed(self, session_id: str, seq: int, data: bytes) -> bool:
         """Whether the append whose last event is ``data`` at ``seq`` committed. If
@@ -288,11 +304,25 @@ def _once_more(fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
 
 
+_SEQ_ZERO = b'{"seq":0'
+"""How ev.encode(event, 0, ts) begins; append_batch puts the seq it assigns there."""
 _SENTINEL = "\0unknown\0"
 
 
+def _after_seq(events: list[ev.Event], ts: float) -> list[bytes] | None:
+    """Each event's JSON after its leading seq, for append_batch; None if one's
+    JSON does not lead with it (an event of a newer version's type)."""
+    rests = []
+    for event in events:
+        data = ev.encode(event, 0, ts)
+        if not data.startswith(_SEQ_ZERO):
+            return None
+        rests.append(data[len(_SEQ_ZERO) :])
+    return rests
+
+
 def _batch_effect(events: list[ev.Event]) -> tuple[int, str | None, str, str | None] | None:
-    """What appending ``events`` does to a summary whatever it was, as append_known
+    """What appending ``events`` does to a summary whatever it was, as append_batch
     takes it: (prompts added, title set, title if there was none, workspace set);
     None when that takes the whole log (a restore) or the title depends on the old
     one in another way (a blank title, then a prompt)."""
@@ -353,8 +383,13 @@ class _Queries:
             "title = %s, workspace = %s WHERE id = %s"
         )
         self.notify = q("SELECT pg_notify(%s, %s)")
-        self.append_known = q(
-            "SELECT {s}.append_known(%s, %s, %s::bytea[], %s, %s, %s, %s, %s, %s, %s)"
+        self.append_batch = q(
+            "SELECT {s}.append_batch(%s, %s, %s::bytea[], %s, %s, %s, %s, %s, %s, %s)"
+        )
+        # The ts in a batch's JSON is to the microsecond: its last event is found by it.
+        self.find_rest = q(
+            "SELECT seq FROM {s}.events WHERE session_id = %s AND position(%s IN data) > 0 "
+            "ORDER BY seq DESC LIMIT 1"
         )
         self.event_at = q("SELECT data FROM {s}.events WHERE session_id = %s AND seq = %s")
         self.read = q("SELECT data FROM {s}.events WHERE session_id = %s AND seq > %s ORDER BY seq")

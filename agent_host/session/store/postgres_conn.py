@@ -178,11 +178,15 @@ def unavailable(target: Target, action: str, exc: psycopg.Error) -> StoreUnavail
         )
     elif sqlstate == "28000" or "pg_hba.conf" in low or "role" in low and "does not exist" in low:
         fix = "the server refused this user; create the role or allow it in pg_hba.conf"
+    elif "resolve host" in low or "could not translate host name" in low:
+        fix = "the host name does not resolve; fix the URL's host (or PGHOST)"
     elif "connection refused" in low or "could not connect" in low or "timeout expired" in low:
         fix = (
             "the server is not running or not reachable there; start it (e.g. "
             "pg_ctlcluster <version> main start) or fix the URL's host and port"
         )
+    elif action == "connect to":
+        fix = "check that the server is running and that the URL's host and port are right"
     elif isinstance(exc, psycopg.OperationalError) or sqlstate in ("57P01", "57P02", "57P03"):
         fix = (
             "the connection to the server was lost; nothing of this operation was "

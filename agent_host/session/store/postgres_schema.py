@@ -56,34 +56,41 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
         PRIMARY KEY (blob_id, n)
     );
     """,
-    # 2: an append that knows its head in one statement, so in one round trip
-    # (see PostgresCheckpointer._append_known). A conflict raises SQLSTATE AH409
-    # with the head found as its message.
+    # 2: an append in one statement, so in one round trip, its own transaction
+    # (see PostgresCheckpointer._append_batch). Each event comes as its JSON after
+    # '{"seq":N' (the seq is the head's business: a blind append learns it here). A
+    # stale p_expected raises SQLSTATE AH409 with the head found as its message.
     (
         """
-    CREATE FUNCTION {s}.append_known(
-        p_id text, p_expected bigint, p_datas bytea[], p_ts double precision,
+    CREATE FUNCTION {s}.append_batch(
+        p_id text, p_expected bigint, p_rests bytea[], p_ts double precision,
         p_prompts integer, p_set_title text, p_first_title text, p_workspace text,
         p_channel text, p_origin text
     ) RETURNS bigint LANGUAGE plpgsql AS $body$
     DECLARE
         found_head bigint;
-        new_head bigint := p_expected + cardinality(p_datas);
+        new_head bigint;
     BEGIN
+        -- Writers of one session queue here first, in order, each woken alone: on
+        -- the row lock every waiter wakes at each commit and all but one sleep again.
+        -- (Two int4 keys: a space apart from the turn leases' bigint keys.)
+        PERFORM pg_advisory_xact_lock(1096, hashtext(p_id));
         SELECT head INTO found_head FROM {s}.sessions WHERE id = p_id FOR UPDATE;
-        IF NOT FOUND AND p_expected = 0 THEN
+        IF NOT FOUND AND COALESCE(p_expected, 0) = 0 THEN
             INSERT INTO {s}.sessions (id, created_at, updated_at, head, turns, title, workspace)
             VALUES (p_id, p_ts, p_ts, 0, 0, '', '') ON CONFLICT (id) DO NOTHING;
             SELECT head INTO found_head FROM {s}.sessions WHERE id = p_id FOR UPDATE;
         END IF;
         found_head := COALESCE(found_head, 0);
-        IF found_head <> p_expected THEN
+        IF p_expected IS NOT NULL AND found_head <> p_expected THEN
             RAISE EXCEPTION USING ERRCODE = 'AH409', MESSAGE = found_head::text;
         END IF;
+        new_head := found_head + cardinality(p_rests);
         INSERT INTO {s}.events (session_id, seq, data)
-        SELECT p_id, p_expected + n, d FROM unnest(p_datas) WITH ORDINALITY AS x(d, n);
+        SELECT p_id, found_head + n, convert_to('{{"seq":' || (found_head + n), 'UTF8') || r
+        FROM unnest(p_rests) WITH ORDINALITY AS x(r, n);
         UPDATE {s}.sessions SET
-            created_at = CASE WHEN p_expected = 0 THEN p_ts ELSE created_at END,
+            created_at = CASE WHEN found_head = 0 THEN p_ts ELSE created_at END,
             updated_at = p_ts,
             head = new_head,
             turns = turns + p_prompts,

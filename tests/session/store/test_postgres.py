@@ -80,8 +80,9 @@ def test_migrations_run_once_and_a_newer_schema_is_refused(database):
             "createdb agent_host_no_such_db",
         ),
         (lambda u: u.replace("postgres@", "no_such_role_x@"), "create the role"),
+        (lambda u: u.replace("127.0.0.1", "no-such-host.invalid"), "does not resolve"),
     ],
-    ids=["server down", "missing database", "unknown user"],
+    ids=["server down", "missing database", "unknown user", "unknown host"],
 )
 def test_errors_say_what_to_fix(database, change, says):
     url = change(database)
@@ -248,7 +249,7 @@ async def test_other_stores_appends_are_announced_and_its_own_are_not(database):
 
 
 async def test_appends_with_a_known_head_keep_the_summary_the_log_gives(store):
-    """Such appends update the summary in SQL (append_known): it must be what
+    """Such appends update the summary in SQL (append_batch): it must be what
     folding the log gives, whatever the batches hold."""
     from agent_host.session.events import SessionStarted
     from agent_host.session.store.summary import summarize

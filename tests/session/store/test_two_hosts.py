@@ -47,7 +47,7 @@ ADD = [
     {"text": "Added notes."},
 ]
 REPLY = [{"text": "Hello from host B"}]
-SLOW = [{"text": "thinking slowly", "delay_ms": 4000}]
+SLOW = [{"text": "thinking slowly", "delay_ms": 20000}]  # outlasts B's start on a busy box
 # The scripted model answers a session's turns from one list of steps, in order.
 SESSION = EDIT + ADD + REPLY + SLOW
 REPO = Path(__file__).resolve().parents[3]
@@ -191,6 +191,7 @@ def test_two_hosts_share_sessions_snapshots_and_leases(hosts):
                         "--model", model)  # fmt: skip
         assert refused.returncode == 1, refused.stderr
         assert "turn is running" in refused.stderr and "another host" in refused.stderr
+        assert slow.poll() is None, "A's turn ended before B tried: the lease was not tested"
     finally:
         out, err = slow.communicate(timeout=60)
     assert slow.returncode == 0, err
