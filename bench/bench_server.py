@@ -15,14 +15,18 @@ P6  relay: one ``session/send`` whose scripted step streams 100,000 text deltas,
     notifications of the same bytes. Two clients: a hand-rolled framed reader (the
     target rows) and pygls's ``LanguageClient`` with a ``session/event`` feature.
 P8  memory: VmRSS (/proc/<pid>/status) of an idle server after initialize (every P5
-    spawn, both servers), and before/after ``session/resume`` of a 100,000-event session
-    built beforehand through the store API.
+    spawn, both servers), before/after ``session/resume`` of a 100,000-event session
+    built beforehand through the store API (and a ``session/history`` page after it),
+    and one server holding 20 such sessions.
+P10 ``session/send`` on a resumed 10,000-turn session: the time until its model request
+    has arrived whole at a loopback OpenAI-protocol server in this process; against the
+    same request posted by a bare ``http.client`` (the floor).
 
 Each server gets its own store folder under one run directory (default: a folder in the
 temp dir when that is on the repo's filesystem, else beside the repo). See
-docs/performance.md ("Server") for a reading.
+docs/performance.md for the current figures and what limits each.
 
-This file runs them; each lives in its own module (bench_server_p5.py, _p6, _p8, and
+This file runs them; each lives in its own module (bench_server_p5.py, _p6, _p8, _p10, and
 P6's profile in _p6_profile), with what they share in bench_server_common.py and what
 bench_store.py shares too in bench_common.py.
 """
@@ -46,6 +50,8 @@ from bench_server_p5 import bench_cold_start, importtime_report
 from bench_server_p6 import DELTAS, bench_relay
 from bench_server_p6_profile import relay_report
 from bench_server_p8 import bench_memory, memory_report
+from bench_server_p10 import TURNS as P10_TURNS
+from bench_server_p10 import bench_send_latency
 
 # --------------------------------------------------------------------------- main
 
@@ -79,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer spawns and relays")
     parser.add_argument("--dir", help="where to put the stores (one filesystem for the run)")
-    parser.add_argument("--only", help="comma-separated subset of p5,p6,p8")
+    parser.add_argument("--only", help="comma-separated subset of p5,p6,p8,p10")
     parser.add_argument(
         "--no-pygls-client", action="store_true", help="P6 without the pygls client rows"
     )
@@ -95,7 +101,7 @@ def main() -> None:
     header(base, args)
     work = Path(tempfile.mkdtemp(prefix="server-", dir=base))
     (work / "ws").mkdir()
-    only = set(args.only.split(",")) if args.only else {"p5", "p6", "p8"}
+    only = set(args.only.split(",")) if args.only else {"p5", "p6", "p8", "p10"}
     started = time.perf_counter()
     gc.collect()
     gc.freeze()
@@ -132,6 +138,16 @@ def main() -> None:
             if args.explain or not all(ok for r in rows for _, ok in r.targets()):
                 print()
                 print(memory_report(work, store_dir))
+        if "p10" in only:
+            n = 3 if args.quick else 7
+            RESULTS.append(
+                (
+                    f"P10 session/send on a resumed {P10_TURNS:,}-turn session to its model "
+                    f"request ({n} servers)",
+                    bench_send_latency(work, n),
+                )
+            )
+            print_section(*RESULTS[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = [r for _, section in RESULTS for r in section if r.targets()]

@@ -1,9 +1,14 @@
-"""P8: memory, VmRSS of an idle server and growth over a session/resume of 100,000
-events; on a miss, where the resumed session's memory goes."""
+"""P8: memory, VmRSS of an idle server, its growth over a session/resume of 100,000
+events (and a history page after it), and one server holding 20 such sessions; on a
+miss, where the resumed session's memory goes.
+
+The logs are built through the store API, then resumed once in this process so they
+have the resume snapshot a turn end writes (session.resume_snapshot)."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 import time
@@ -21,9 +26,12 @@ from bench_server_common import (
 
 from agent_host.session import open_store
 from agent_host.session.events import AssistantMessage, ToolCall, ToolResult, UserPrompt
+from agent_host.session.state import SessionState
 
 RESUME_TURNS = 25_000  # x 4 events = 100,000
 RESUME_ID = "20250101-000000-resume00"
+HELD = 20  # sessions one server holds at once
+HISTORY_PAGE = 50  # messages of session/history after each resume, as an editor shows
 
 
 def _tool_output(n: int) -> str:
@@ -57,6 +65,8 @@ async def build_session(store_dir: Path, session_id: str, turns: int, tool_bytes
                 e for i in range(start, min(turns, start + batch)) for e in turn_events(i, output)
             ]
             await store.append(session_id, events)
+        state = SessionState(store, session_id)
+        await state.refresh(full=False)  # no snapshot yet: folds the log and writes one
     finally:
         await store.close()
     log = (store_dir / "sessions" / f"{session_id}.jsonl").read_bytes()
@@ -70,7 +80,10 @@ class Resumes:
     after: Samples = field(default_factory=Samples)
     growth: Samples = field(default_factory=Samples)
     peak: Samples = field(default_factory=Samples)
+    peak_growth: Samples = field(default_factory=Samples)
     took: Samples = field(default_factory=Samples)
+    page_growth: Samples = field(default_factory=Samples)
+    page_took: Samples = field(default_factory=Samples)
 
 
 def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: str) -> Resumes:
@@ -85,6 +98,13 @@ def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: s
             out.took.values.append((time.perf_counter() - t0) * 1e3)
             time.sleep(0.2)
             rss1, hwm = child.rss_kib()
+            t0 = time.perf_counter()
+            page = child.result(
+                child.request("session/history", {"sessionId": RESUME_ID, "limit": HISTORY_PAGE})
+            )
+            out.page_took.values.append((time.perf_counter() - t0) * 1e3)
+            time.sleep(0.2)
+            rss2, _ = child.rss_kib()
         finally:
             child.close()
         if result["head"] != 4 * RESUME_TURNS or result["turns"] != RESUME_TURNS:
@@ -93,7 +113,55 @@ def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: s
         out.after.values.append(rss1 / 1024)
         out.growth.values.append((rss1 - rss0) / 1024)
         out.peak.values.append(hwm / 1024)
+        out.peak_growth.values.append((hwm - rss0) / 1024)
+        out.page_growth.values.append((rss2 - rss0) / 1024)
+        if len(page["messages"]) < HISTORY_PAGE:
+            raise RuntimeError(f"history gave {len(page['messages'])} messages")
     return out
+
+
+def hold_many(work: Path, store_dir: Path, runs: int) -> tuple[Samples, Samples, Samples]:
+    """One server resuming ``HELD`` copies of the session, each with a history page:
+    its VmRSS holding them all, the growth, and the time per resume."""
+    many = work / "p8-many"
+    (many / "sessions").mkdir(parents=True)
+    (many / "snapshots").mkdir()
+    ids = [f"20250101-000000-held{n:04d}" for n in range(HELD)]
+    for sid in ids:
+        shutil.copy(
+            store_dir / "sessions" / f"{RESUME_ID}.jsonl", many / "sessions" / f"{sid}.jsonl"
+        )
+        shutil.copy(
+            store_dir / "snapshots" / f"{RESUME_ID}.snap", many / "snapshots" / f"{sid}.snap"
+        )
+
+    async def index() -> None:  # list() builds the index the copies are missing from
+        store = open_store(str(many))
+        try:
+            assert len(await store.list()) == HELD
+        finally:
+            await store.close()
+
+    asyncio.run(index())
+    rss, growth, took = Samples(), Samples(), Samples()
+    for i in range(runs):
+        child, _ = spawn_and_initialize(AGENT_CMD, work, f"p8-many-{i}", {"store": str(many)})
+        try:
+            time.sleep(0.2)
+            rss0, _ = child.rss_kib()
+            for sid in ids:
+                t0 = time.perf_counter()
+                child.result(child.request("session/resume", {"sessionId": sid}))
+                took.values.append((time.perf_counter() - t0) * 1e3)
+                params = {"sessionId": sid, "limit": HISTORY_PAGE}
+                child.result(child.request("session/history", params))
+            time.sleep(0.2)
+            rss1, _ = child.rss_kib()
+        finally:
+            child.close()
+        rss.values.append(rss1 / 1024)
+        growth.values.append((rss1 - rss0) / 1024)
+    return rss, growth, took
 
 
 def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[Row], Path]:
@@ -104,6 +172,7 @@ def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[
     build_s = time.perf_counter() - started
     main = resume_in_servers(work, big, size, runs, "p8")
     lean = resume_in_servers(work, small, small_size, runs, "p8-small")
+    held, held_growth, held_took = hold_many(work, big, max(1, runs // 2))
     rows = [
         Row(
             "agent-host serve idle RSS (P5 spawns)",
@@ -121,12 +190,31 @@ def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[
             max_value=50,
             note=(
                 f"log {size / 2**20:.1f} MiB ({RESUME_TURNS:,} turns x 4 events, 1 KB tool "
-                f"results); resume took {fmt(main.took.median, 'ms')}"
+                "results), with its resume snapshot"
             ),
         ),
+        Row("session/resume of 100,000 events, time", main.took, "ms", max_value=100),
         Row("  RSS before resume (same spawns)", main.before, "MiB"),
         Row("  RSS after resume", main.after, "MiB"),
         Row("  peak RSS (VmHWM) after resume", main.peak, "MiB"),
+        Row("peak RSS growth: session/resume", main.peak_growth, "MiB", max_value=80),
+        Row(
+            f"  RSS growth with a session/history page ({HISTORY_PAGE})",
+            main.page_growth,
+            "MiB",
+            note=f"the page took {fmt(main.page_took.median, 'ms')} (checks the whole "
+            "snapshot, parses the page's messages, keeps none of them)",
+        ),
+        Row(
+            f"server holding {HELD} such sessions, RSS",
+            held,
+            "MiB",
+            max_value=300,
+            note=(
+                f"each resumed and paged ({HISTORY_PAGE} messages) in one server; growth "
+                f"{fmt(held_growth.median, 'MiB')}, resume {fmt(held_took.median, 'ms')} each"
+            ),
+        ),
         Row(
             "RSS growth, 100-byte tool results (extra)",
             lean.growth,
@@ -176,8 +264,9 @@ async def main():
     sys._debugmallocstats()  # to fd 2: the parent reads it
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     r2 = rss()
+    held = f"{len(state.events):,} events" if state.loaded else "its snapshot's header"
     print(f"  RSS {r0['VmRSS']:.1f} -> {r1['VmRSS']:.1f} MiB (peak {r1['VmHWM']:.1f}); "
-          f"{len(state.events):,} events held; after malloc_trim(0) {r2['VmRSS']:.1f} MiB")
+          f"{held} held; after malloc_trim(0) {r2['VmRSS']:.1f} MiB")
 asyncio.run(main())
 """
 

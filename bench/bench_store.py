@@ -7,7 +7,8 @@
 
 P1  durable append of one 4-event turn to an existing session
     (ours: file store, sqlite store; peer: SQLiteSession.add_items; floor: write+fsync)
-P2  load a 1,000-turn (4,000-event) session into model messages from a cold store object
+P2  load a 1,000-turn (4,000-event) session into model messages from a cold store object,
+    from its resume snapshot (ours: file and sqlite stores; peer: SQLiteSession.get_items)
 P3  list() over 10,000 sessions, against a bare os.scandir of the sessions folder
 
 Every file of one run lives under one directory on one filesystem (the default is a
@@ -98,7 +99,7 @@ async def main_async(args: argparse.Namespace) -> None:
     rows = [r for _, section in RESULTS for r in section if r.verdicts() and not r.extra]
     passed = sum(all(r.verdicts()) for r in rows)
     print(
-        f"\nfile store: {passed}/{len(rows)} targets met (sqlite store rows are extras); "
+        f"\n{passed}/{len(rows)} targets met (rows marked extra are for show); "
         f"{time.perf_counter() - started:.0f}s in all; "
         f"load average now {load_average()}"
     )

@@ -1,5 +1,6 @@
 """P2: load a 1,000-turn (4,000-event) session into model messages from a cold store
-object."""
+object: as a resume does (its snapshot, see session.resume_snapshot), and by folding
+the whole log (what a resume does without one)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from bench_store_common import Contender, Row, SQLiteSession, round_robin, turn_
 
 from agent_host.session import open_store
 from agent_host.session.conversation import to_messages
+from agent_host.session.state import SessionState
 from agent_host.session.timeline import timeline
 
 TURNS = 1000
@@ -26,6 +28,10 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
         for start in range(0, TURNS, batch):
             turns = range(start, start + batch)
             await store.append(sid, [e for i in turns for e in turn_events(i)])
+        # The snapshot a turn end writes, as a first resume of a log without one does.
+        state = SessionState(store, sid)
+        await state.refresh(full=False)
+        assert state.loaded and (await store.read_snapshot(sid)) is not None
         await store.close()
     peer = SQLiteSession(sid, peer_db)
     for start in range(0, TURNS, batch):
@@ -49,6 +55,14 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
     async def load(it: int) -> None:
         # The engine folds the timeline (restores hide events) before the messages.
         held["out"] = to_messages(timeline(await held["store"].read(sid)))  # type: ignore[attr-defined]
+
+    async def resume(it: int) -> None:
+        # What AgentHost.resume and the turn after it do: the snapshot's header,
+        # the log's last events, then the snapshot's conversation.
+        state = SessionState(held["store"], sid)  # type: ignore[arg-type]
+        await state.refresh(full=False)
+        held["out"] = await state.messages()
+        assert not state.loaded
 
     async def read_only(it: int) -> None:
         held["out"] = await held["store"].read(sid)  # type: ignore[attr-defined]
@@ -88,6 +102,8 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
         await peer_close(it)
 
     c = [
+        Contender("file snapshot", resume, cold(file_url), check_and_close),
+        Contender("sqlite snapshot", resume, cold(sqlite_url), check_and_close),
         Contender("file", load, cold(file_url), check_and_close),
         Contender("sqlite", load, cold(sqlite_url), check_and_close),
         Contender("peer", peer_get, peer_new, check_and_close_peer),
@@ -98,20 +114,24 @@ async def bench_load(work: Path, iterations: int) -> list[Row]:
         Contender("peer open+get", peer_open_and_get, None, check_and_close_peer),
     ]
     await round_robin(c, iterations, warmup=3)
-    file, sql, peer_s, file_read, sql_read, fold, file_open, peer_open = (x.samples for x in c)
+    file_snap, sql_snap, file, sql, peer_s = (x.samples for x in c[:5])
+    file_read, sql_read, fold, file_open, peer_open = (x.samples for x in c[5:])
     log = (work / "p2-file" / "sessions" / f"{sid}.jsonl").read_bytes()
     size = len(log.rstrip(b"\0"))  # without the zeros appends write over
+    snap = (work / "p2-file" / "snapshots" / f"{sid}.snap").stat().st_size
     return [
         Row(
-            "file: to_messages(read()) (ours)",
-            file,
+            "file: resume from snapshot (ours)",
+            file_snap,
             peer_s,
             "peer",
             limit_ratio=0.5,
-            note=f"log is {size / 1e6:.2f} MB, {4 * TURNS} events; "
+            note=f"log is {size / 1e6:.2f} MB, {4 * TURNS} events; snapshot {snap / 1e6:.2f} MB; "
             "cold store object, warm page cache",
         ),
-        Row("sqlite: to_messages(read()) (ours)", sql, peer_s, "peer", limit_ratio=0.5, extra=True),
+        Row("sqlite: resume from snapshot (ours)", sql_snap, peer_s, "peer", limit_ratio=0.5),
+        Row("  file: to_messages(read()), no snapshot", file, peer_s, "peer"),
+        Row("  sqlite: to_messages(read()), no snapshot", sql, peer_s, "peer"),
         Row("SQLiteSession.get_items() (peer)", peer_s),
         Row("  file: read() alone", file_read, peer_s, "peer"),
         Row("  sqlite: read() alone", sql_read, peer_s, "peer"),

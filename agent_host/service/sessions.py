@@ -212,8 +212,7 @@ class SessionService:
         """The session, ready for its next turn (an interrupted restore finished)."""
         host = self._open_in(check_session_id(session_id), cwd)
         state = await host.resume(session_id)
-        turns = sum(1 for e in state.timeline if type(e) is ev.UserPrompt)
-        return Resumed(session_id, state.head, turns)
+        return Resumed(session_id, state.head, state.turns)
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
@@ -224,6 +223,7 @@ class SessionService:
             raise SessionNotFound(session_id)
         host = self._open_in(session_id, cwd)
         state = await host.resume(session_id)
+        await state.load()  # the whole conversation, not only what a turn needs
         return list(state.timeline)
 
     async def history(self, session_id: str, limit: int | None = None) -> list[dict]:

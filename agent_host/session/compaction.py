@@ -64,6 +64,7 @@ async def compact_session(
 ) -> CompactResult:
     """Summarise everything before the latest prompt; ``prices`` price the
     summary's model call as a turn's are (see :func:`.pricing.usage_event`)."""
+    await state.load()  # the summary covers the whole conversation
     events = state.timeline
     before = estimate_tokens(to_messages(events))
     prompts = [e.seq for e in events if type(e) is ev.UserPrompt]

@@ -27,52 +27,88 @@ def to_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
 
 def messages_with_seqs(events: Iterable[Event]) -> tuple[list[dict[str, Any]], list[int]]:
     """:func:`to_messages`, and for each message the seq of the event that opened it."""
-    messages: list[dict[str, Any]] = []
-    seqs: list[int] = []  # the seq of the event that opened each message
-    open_calls: dict[str, int] = {}  # call id -> index of the message holding it
-    for event in events:
-        kind = type(event)
-        if kind is UserPrompt:
-            if open_calls:
-                _answer_open_calls(messages, seqs, open_calls)
-            content = prompt_content(event) if event.item is None else _user_content(event)
-            messages.append({"role": "user", "content": content})
-            seqs.append(event.seq)
-        elif kind is AssistantMessage:
-            if open_calls:
-                _answer_open_calls(messages, seqs, open_calls)
-            messages.append({"role": "assistant", "content": event.text})
-            seqs.append(event.seq)
-        elif kind is ToolCall:
-            call = {
-                "id": event.call_id,
-                "type": "function",
-                "function": {"name": event.name, "arguments": call_arguments(event)},
-            }
-            last = messages[-1] if messages else None
-            if last is None or last["role"] != "assistant" or _answered(last, open_calls):
-                last = {"role": "assistant", "content": None}
-                messages.append(last)
+    fold = MessageFold()
+    fold.extend(events)
+    return fold.view()
+
+
+class MessageFold:
+    """:func:`to_messages` folded incrementally: a resume starts from a snapshot's
+    messages and seqs (see :mod:`.resume_snapshot`) and folds newer events on top.
+
+    Only the visible events (a timeline) may be folded: a restore that hides
+    events already folded cannot be taken back here.
+    """
+
+    __slots__ = ("messages", "seqs", "open_calls")
+
+    def __init__(
+        self, messages: list[dict[str, Any]] | None = None, seqs: list[int] | None = None
+    ) -> None:
+        self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        self.seqs: list[int] = seqs if seqs is not None else []
+        """The seq of the event that opened each message."""
+        self.open_calls: dict[str, int] = {}
+        """Call id -> index of the message holding it, for calls not answered yet."""
+
+    def view(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """The messages and their seqs as the model is sent them: every open call
+        answered as interrupted, without closing it here (its result may follow)."""
+        if not self.open_calls:
+            return list(self.messages), list(self.seqs)
+        messages, seqs = list(self.messages), list(self.seqs)
+        _answer_open_calls(messages, seqs, dict(self.open_calls))
+        return messages, seqs
+
+    def extend(self, events: Iterable[Event]) -> None:
+        messages, seqs, open_calls = self.messages, self.seqs, self.open_calls
+        for event in events:
+            kind = type(event)
+            if kind is UserPrompt:
+                if open_calls:
+                    _answer_open_calls(messages, seqs, open_calls)
+                content = prompt_content(event) if event.item is None else _user_content(event)
+                messages.append({"role": "user", "content": content})
                 seqs.append(event.seq)
-            last.setdefault("tool_calls", []).append(call)
-            open_calls[event.call_id] = len(messages) - 1
-        elif kind is ToolResult:
-            if open_calls.pop(event.call_id, None) is None:
-                continue  # its call was compacted away or never logged
-            messages.append(
-                {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
-            )
-            seqs.append(event.seq)
-        elif kind is Compaction:
-            _answer_open_calls(messages, seqs, open_calls)
-            keep = [i for i, s in enumerate(seqs) if not event.first_seq <= s <= event.last_seq]
-            messages[:] = [messages[i] for i in keep]
-            seqs[:] = [seqs[i] for i in keep]
-            at = next((i for i, s in enumerate(seqs) if s > event.last_seq), len(seqs))
-            messages.insert(at, {"role": "user", "content": summary_text(event.summary)})
-            seqs.insert(at, event.first_seq)
-    _answer_open_calls(messages, seqs, open_calls)
-    return messages, seqs
+            elif kind is AssistantMessage:
+                if open_calls:
+                    _answer_open_calls(messages, seqs, open_calls)
+                messages.append({"role": "assistant", "content": event.text})
+                seqs.append(event.seq)
+            elif kind is ToolCall:
+                call = {
+                    "id": event.call_id,
+                    "type": "function",
+                    "function": {"name": event.name, "arguments": call_arguments(event)},
+                }
+                last = messages[-1] if messages else None
+                if last is None or last["role"] != "assistant" or _answered(last, open_calls):
+                    last = {"role": "assistant", "content": None}
+                    messages.append(last)
+                    seqs.append(event.seq)
+                elif "tool_calls" in last:
+                    # Copied, not changed in place: a view handed out before
+                    # shares this dict, and must not grow a call afterwards.
+                    last = messages[-1] = {**last, "tool_calls": list(last["tool_calls"])}
+                else:
+                    last = messages[-1] = dict(last)
+                last.setdefault("tool_calls", []).append(call)
+                open_calls[event.call_id] = len(messages) - 1
+            elif kind is ToolResult:
+                if open_calls.pop(event.call_id, None) is None:
+                    continue  # its call was compacted away or never logged
+                messages.append(
+                    {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
+                )
+                seqs.append(event.seq)
+            elif kind is Compaction:
+                _answer_open_calls(messages, seqs, open_calls)
+                keep = [i for i, s in enumerate(seqs) if not event.first_seq <= s <= event.last_seq]
+                messages[:] = [messages[i] for i in keep]
+                seqs[:] = [seqs[i] for i in keep]
+                at = next((i for i, s in enumerate(seqs) if s > event.last_seq), len(seqs))
+                messages.insert(at, {"role": "user", "content": summary_text(event.summary)})
+                seqs.insert(at, event.first_seq)
 
 
 def call_arguments(call: ToolCall) -> str:

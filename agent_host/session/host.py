@@ -20,12 +20,11 @@ from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
 from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
-from .conversation import limit_messages, to_messages
 from .environment import EnvironmentPolicy, as_policy, using_policy
 from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
-from .pricing import price_of, total_cost
+from .pricing import price_of
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
@@ -139,9 +138,9 @@ class AgentHost:
         sid = check_session_id(session_id)
         try:
             async with self.store.turn_lease(sid):
-                state = await self._settled(sid)
+                state = await self._settled(sid, full=False)
         except TurnInProgress:
-            state = await self._state(sid)
+            state = await self._state(sid, full=False)
         self._make_current(session_id, state)
         return state
 
@@ -185,7 +184,7 @@ class AgentHost:
         source = next((e for e in state.events[:1] if type(e) is ev.SessionStarted), None)
         started = ev.SessionStarted(
             workspace=source.workspace if source else str(self.workspace.roots[0]),
-            model=_session_model(state.timeline) or self.model,
+            model=state.model or self.model,
             title=title or (f"fork of {source.title}" if source and source.title else None),
         )
         fork_id = new_session_id()
@@ -195,8 +194,8 @@ class AgentHost:
 
     async def session_model(self, session_id: str) -> str:
         """The model the session's next turn uses unless another is named."""
-        state = await self._state(check_session_id(session_id))
-        return _session_model(state.timeline) or self.model
+        state = await self._state(check_session_id(session_id), full=False)
+        return state.model or self.model
 
     def set_approval(self, session_id: str, approval: Approval) -> None:
         """The session's approval policy from its next tool call on (answers the
@@ -217,12 +216,12 @@ class AgentHost:
 
     async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""
-        state = await self._state(self._sid(session_id))
-        return limit_messages(to_messages(state.timeline), limit)
+        state = await self._state(self._sid(session_id), full=False)
+        return await state.history(limit)
 
     async def session_cost(self, session_id: str | None = None) -> float | None:
         """Money spent in the session so far (USD); None when a model's cost is unknown."""
-        return total_cost((await self._state(self._sid(session_id))).events)
+        return (await self._state(self._sid(session_id), full=False)).cost
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         return checkpoints((await self._state(self._sid(session_id))).timeline)
@@ -279,11 +278,11 @@ class AgentHost:
     async def _run(
         self, sid: str, prompt: str, model: str | None, context: list[dict[str, Any]] | None
     ) -> TurnResult:
-        state = await self._state(sid)
-        chosen = model if model and model != _session_model(state.timeline) else None
-        provider = self._resources.provider(model or _session_model(state.timeline))
+        state = await self._state(sid, full=False)
+        chosen = model if model and model != state.model else None
+        provider = self._resources.provider(model or state.model or self.model)
         if sid == self.session_id and not self._loaded_cost:
-            self.cost = total_cost(state.events)
+            self.cost = state.cost
             self._loaded_cost = True
         limit = int(self.context_window * self.auto_compact) if self.auto_compact else None
         settings = TurnSettings(
@@ -356,7 +355,7 @@ class AgentHost:
         self._refuse_if_running(sid)
         async with self.store.turn_lease(sid):
             state = await self._settled(sid)
-            provider = self._resources.provider(_session_model(state.timeline))
+            provider = self._resources.provider(state.model or self.model)
             return await compact_session(state, provider, instructions, prices=self.prices)
 
     # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
@@ -427,20 +426,23 @@ class AgentHost:
 
     # -- internals
 
-    async def _settled(self, session_id: str) -> SessionState:
+    async def _settled(self, session_id: str, *, full: bool = True) -> SessionState:
         """The session, with a restore a crash interrupted finished (holding its lease)."""
-        state = await self._state(session_id)
+        state = await self._state(session_id, full=full)
         await _finish_pending(state, self.workspace)
         return state
 
-    async def _state(self, session_id: str) -> SessionState:
-        """The session, brought up to date with what other writers appended."""
+    async def _state(self, session_id: str, *, full: bool = True) -> SessionState:
+        """The session, brought up to date with what other writers appended.
+
+        Without ``full``, only what a turn needs: resumed from its snapshot, when it
+        has one, and its whole log read only when something looks further back."""
         self._refuse_if_closed()
         state = self._states.get(session_id)
         if state is None:
             state = SessionState(self.store, check_session_id(session_id), listener=self._emit)
             self._states[session_id] = state
-        await state.refresh()
+        await state.refresh(full=full)
         return state
 
     def _sid(self, session_id: str | None) -> str:
@@ -457,7 +459,7 @@ class AgentHost:
 
     def _refresh_cost(self, session_id: str, state: SessionState) -> None:
         if session_id == self.session_id:
-            self.cost = total_cost(state.events)
+            self.cost = state.cost
             self._loaded_cost = True
 
     async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
@@ -507,15 +509,3 @@ async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
     from .restore import finish_pending
 
     await finish_pending(state, workspace)
-
-
-def _session_model(timeline: list[ev.Event]) -> str | None:
-    """The model the session's turns use: the last one a prompt chose, else the one
-    it was started with (None: the host's)."""
-    for event in reversed(timeline):
-        if type(event) is ev.UserPrompt and event.model:
-            return event.model
-    for event in timeline[:2]:
-        if type(event) is ev.SessionStarted:
-            return event.model
-    return None

@@ -171,6 +171,10 @@ async def finish_pending(state: SessionState, workspace: Workspace) -> list[str]
     """Finish a restore or undo a crash interrupted: write the files it had not
     written yet. The files kept as something else left them, or None when there
     was nothing to finish (or it belongs to another folder's workspace)."""
+    if not state.loaded:
+        # Resumed from its snapshot, which is never of a log with a restore to
+        # finish, and no restore was logged since (it would have loaded the log).
+        return None
     pending = pending_intent(state.events)
     if pending is None:
         return None

@@ -17,7 +17,7 @@ import attrs
 
 from . import events as ev
 from .approval import Gate, PermissionRequest
-from .conversation import estimate_tokens, to_messages
+from .conversation import estimate_tokens
 from .errors import CheckpointConflictError
 from .model import (
     RAW_ARGUMENTS_KEY,
@@ -90,7 +90,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
     """Run one turn to its end; a cancel ends it with stop_reason "cancelled"."""
     turn = _Turn(state, settings, checkpoint=0)
     try:
-        await state.refresh()
+        await state.refresh(full=False)  # a session resumed from its snapshot stays so
         opening: list[ev.Event] = []
         if state.head == 0:
             opening.append(
@@ -148,13 +148,13 @@ class _Turn:
         limit, compact = self.settings.compact_at_tokens, self.settings.compact
         if self.compaction_skipped or not (limit and compact):
             return
-        if estimate_tokens(to_messages(self.state.timeline)) > limit:
+        if estimate_tokens(await self.state.messages()) > limit:
             done = await compact()
             # One that could not shrink the history will not on the next step either.
             self.compaction_skipped = getattr(done, "compacted", True) is False
 
     async def _call_model(self) -> tuple[list[ToolCallRequest], Finish | None]:
-        messages = to_messages(self.state.timeline)
+        messages = await self.state.messages()
         if self.settings.system_prompt:
             messages.insert(0, {"role": "system", "content": self.settings.system_prompt})
         request = ModelRequest(
@@ -332,7 +332,7 @@ class _Turn:
         if not self.checkpoint and self.start is not None and self.state.head > self.start:
             # Cancelled while the prompt was being appended: the append finished.
             self.checkpoint = next(
-                e.seq for e in self.state.events[self.start :] if type(e) is ev.UserPrompt
+                e.seq for e in self.state.since(self.start) if type(e) is ev.UserPrompt
             )
         if not self.checkpoint:
             return  # stopped before the prompt reached the log: nothing to close
@@ -343,9 +343,9 @@ class _Turn:
             self.texts.append(text)
         self.streaming = None
         answered = {
-            e.call_id for e in self.state.events[self.checkpoint :] if type(e) is ev.ToolResult
+            e.call_id for e in self.state.since(self.checkpoint) if type(e) is ev.ToolResult
         }
-        for event in self.state.events[self.checkpoint :]:
+        for event in self.state.since(self.checkpoint):
             if type(event) is ev.ToolCall and event.call_id not in answered:
                 records.append(
                     ev.ToolResult(call_id=event.call_id, output=CANCELLED, is_error=True)

@@ -159,7 +159,13 @@ class StoreBase:
 
     Optional: ``_append_inline`` (an append that may run on the loop, see the file
     store's pacing), ``_list_page`` (keyset pagination in the database),
-    ``on_change`` (news of appends made by other processes or hosts).
+    ``on_change`` (news of appends made by other processes or hosts), and the
+    resume snapshot (see session.resume_snapshot): ``_write_snapshot(session_id,
+    head, data)`` keeps one blob per session, replacing the last, and
+    ``_read_snapshot(session_id, limit) -> (data, events) | None`` gives it back (its
+    first ``limit`` bytes, if not None) with the log's events from seq ``head`` on,
+    read as one consistent view. The defaults
+    keep none, which is always correct (a resume folds the log), only slower.
 
     Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode` (and
     :meth:`decode_many`),
@@ -225,6 +231,22 @@ class StoreBase:
     def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         check_session_id(session_id)
         return self._lease(session_id)
+
+    async def write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        """Keep ``data``, the session's resume snapshot as of seq ``head``, in place
+        of the last one. A cache of a fold of the log: not synced, and a crash may
+        leave the old one, none, or a damaged one, which the reader detects."""
+        check_session_id(session_id)
+        await self._call(self._write_snapshot, session_id, head, data)
+
+    async def read_snapshot(
+        self, session_id: str, limit: int | None = None
+    ) -> tuple[bytes, list[Event]] | None:
+        """The session's snapshot (its first ``limit`` bytes, if given) and the log's
+        events from its head's seq on (the first, if the log still has that seq, is
+        the one it was taken at); None when there is none."""
+        check_session_id(session_id)
+        return await self._call(self._read_snapshot, session_id, limit)
 
     def on_change(self, callback: Callable[[str, int], None]) -> Callable[[], None]:
         """Call ``callback(session_id, head)`` (on a thread of the store's own) when
@@ -298,6 +320,14 @@ class StoreBase:
         return rows[:limit]
 
     def _close(self) -> None:
+        return None
+
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        return None  # kept nowhere: every resume folds the log
+
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[Event]] | None:
         return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:

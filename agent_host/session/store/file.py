@@ -6,6 +6,7 @@ Layout under the store's root (folders 0700, files 0600)::
     truncated/<id>.jsonl   what truncate() removed, one framed Truncation per line
     locks/<id>.lock        the per-session lock (filelock)
     torn/                  bytes cut from a torn tail, kept for inspection
+    snapshots/<id>.snap    the resume snapshot, a cache (see file_snapshot)
     index.jsonl            the session index (see file_index)
     blobs/                 file snapshots (see blobs)
 
@@ -47,7 +48,7 @@ from ..errors import (
     StoreUnavailable,
     store_unavailable,
 )
-from . import file_index, file_stash, framing, locking, log_file
+from . import file_index, file_snapshot, file_stash, framing, locking, log_file
 from .base import SessionInfo, StoreBase, Truncation
 from .file_index import SessionIndex, compact_threshold
 from .leases import file_lease
@@ -59,6 +60,10 @@ T = TypeVar("T")
 P = ParamSpec("P")
 Method = Callable[Concatenate["FileCheckpointer", P], T]
 log = logging.getLogger(__name__)
+COLD_START_SIZE = 1 << 20
+"""A log this long, not read yet, is first read from its end (see _cold_state)."""
+TAIL = 1 << 62
+"""``back_to`` for a sync that needs only the head: the log's last lines will do."""
 
 
 def _reported(action: str) -> Callable[[Method[P, T]], Method[P, T]]:
@@ -219,7 +224,12 @@ class FileCheckpointer(StoreBase):
     # -- the log
 
     def _sync(
-        self, session_id: str, fd: int, wait: bool = True, repair: bool = True
+        self,
+        session_id: str,
+        fd: int,
+        wait: bool = True,
+        repair: bool = True,
+        back_to: int | None = 0,
     ) -> tuple[LogState, list[ev.Event]]:
         """Bring this process's view of the log up to date; return the new events.
 
@@ -227,12 +237,20 @@ class FileCheckpointer(StoreBase):
         that died mid-write: they are moved aside and the log cut back, unless not
         ``repair`` (see _reading), when they are read as not there. With
         ``wait=False``, a long read raises :class:`WouldBlock` before any change.
+
+        A long log this process has not read yet is read from its end, back to
+        event ``back_to`` at least, when the index agrees with it (see
+        _cold_state); with ``back_to`` 0 or None it is read whole.
         """
         state = self._states.get(session_id)
         if state is None or not state.still_matches(fd):
             if not wait:
                 raise WouldBlock(session_id)
             size = os.lseek(fd, 0, os.SEEK_END)
+            state = self._cold_state(session_id, fd, size, back_to) if back_to else None
+            if state is not None:
+                self._states[session_id] = state
+                return state, []
             state = LogState(0, size, array("q"), Summary())
             data = os.pread(fd, log_file.content_end(fd, size), 0)
         else:
@@ -252,6 +270,9 @@ class FileCheckpointer(StoreBase):
                 f"{where}: event seq {bad} out of order after seq {first - 1}; "
                 "the log was changed by something other than agent-host"
             )
+        if state.summary.prompts is None and any(map(_restores, found.records)):
+            # A summary from the index cannot fold a restore (see Summary): read it all.
+            return self._sync_whole(session_id, fd, repair)
         state.summary.extend(found.records)
         state.offsets.extend(state.size + offset for offset in found.offsets)
         if found.records:
@@ -263,6 +284,52 @@ class FileCheckpointer(StoreBase):
         state.size += found.end
         self._states[session_id] = state
         return state, found.records
+
+    def _sync_whole(
+        self, session_id: str, fd: int, repair: bool
+    ) -> tuple[LogState, list[ev.Event]]:
+        """Read the whole log afresh: every event, and a summary folded from them."""
+        self._states.pop(session_id, None)
+        return self._sync(session_id, fd, repair=repair, back_to=None)
+
+    def _cold_state(self, session_id: str, fd: int, size: int, back_to: int) -> LogState | None:
+        """This process's view of a long log it has not read, from the log's last
+        lines and the index's record of the session, when the two agree (its head
+        and last write); None to read the whole log.
+
+        A resume then costs what its turn needs, not the log's length: the index
+        is a cache of the logs, so a record that disagrees (a lost line, a writer
+        that died) sends this back to the log.
+        """
+        if size < COLD_START_SIZE:
+            return None
+        loaded = self._index.load()
+        if loaded is None:
+            return None
+        sessions, pending, _ = loaded
+        info = sessions.get(session_id)
+        if info is None or session_id in pending:
+            return None
+        where = self._log_path(session_id)
+        found = file_snapshot.tail_records(fd, where, partial(_decode_event, where), back_to)
+        if found is None or not found[0]:
+            return None
+        events, offsets, end = found
+        last = events[-1]
+        if last.seq != info.head or last.ts != info.updated_at:
+            return None
+        summary = Summary(
+            info.created_at,
+            info.updated_at,
+            info.title,
+            info.turns,
+            info.head,
+            info.workspace,
+            prompts=None,
+        )
+        state = LogState(end, size, array("q", offsets), summary, first=events[0].seq - 1)
+        state.remember_last_line(fd)
+        return state
 
     def _cut_torn_tail(self, session_id: str, fd: int, end: int, size: int) -> None:
         torn = self.root / "torn"
@@ -286,7 +353,11 @@ class FileCheckpointer(StoreBase):
                     raise WouldBlock(session_id)  # a new log: made on the thread
                 self.check_head(session_id, expected_head, 0)
                 return 0  # nothing to write to a session that does not exist
-            state, _ = self._sync(session_id, fd, wait)
+            state, _ = self._sync(session_id, fd, wait, back_to=TAIL)
+            if state.summary.prompts is None and any(map(_restores, events)):
+                if not wait:
+                    raise WouldBlock(session_id)
+                state, _ = self._sync_whole(session_id, fd, repair=True)
             head = state.summary.head
             self.check_head(session_id, expected_head, head)
             if not events:
@@ -321,20 +392,62 @@ class FileCheckpointer(StoreBase):
         with self._reading(session_id) as (fd, repair):
             if fd is None:
                 return []
-            state, new = self._sync(session_id, fd, repair=repair)
-            head = state.summary.head
-            known = head - len(new)  # events this process had seen before the sync
-            if since >= known:
-                return new[since - known :]
-            end = state.offsets[known] if known < head else state.size
-            return self._read_events(fd, session_id, state.offsets[since], end) + new
+            state, new = self._sync(
+                session_id, fd, repair=repair, back_to=since + 1 if since else None
+            )
+            return self._since(session_id, fd, state, new, since, repair)
+
+    def _since(
+        self,
+        session_id: str,
+        fd: int,
+        state: LogState,
+        new: list[ev.Event],
+        since: int,
+        repair: bool,
+    ) -> list[ev.Event]:
+        """The events after ``since``, just after a sync that read ``new``."""
+        head = state.summary.head
+        known = head - len(new)  # events this process had seen before the sync
+        if since >= known:
+            return new[since - known :]
+        if since < state.first:
+            state, new = self._sync_whole(session_id, fd, repair)
+            return new[since:]
+        end = state.offsets[known - state.first] if known < head else state.size
+        return self._read_events(fd, session_id, state.offsets[since - state.first], end) + new
+
+    @_reported("write a snapshot")
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        if self._absent(session_id):
+            return
+        folder = os.path.join(self.root, "snapshots")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        file_snapshot.write(self._snapshot_path(session_id), head, data)
+
+    @_reported("read")
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
+        with self._reading(session_id) as (fd, repair):
+            if fd is None:
+                return None
+            found = file_snapshot.read(self._snapshot_path(session_id), limit)
+            if found is None:
+                return None
+            head, data = found
+            state, new = self._sync(session_id, fd, repair=repair, back_to=head)
+            return data, self._since(session_id, fd, state, new, max(head - 1, 0), repair)
+
+    def _snapshot_path(self, session_id: str) -> str:
+        return os.path.join(self.root, "snapshots", f"{session_id}.snap")
 
     @_reported("read")
     def _head(self, session_id: str) -> int:
         with self._reading(session_id) as (fd, repair):
             if fd is None:
                 return 0
-            return self._sync(session_id, fd, repair=repair)[0].summary.head
+            return self._sync(session_id, fd, repair=repair, back_to=TAIL)[0].summary.head
 
     @_reported("delete")
     def _delete(self, session_id: str) -> None:
@@ -349,6 +462,7 @@ class FileCheckpointer(StoreBase):
                 self._states.pop(session_id, None)
                 try:
                     self._stash_path(session_id).unlink(missing_ok=True)
+                    Path(self._snapshot_path(session_id)).unlink(missing_ok=True)
                     fsync_dir(self._sessions_dir)
                 except OSError as exc:
                     log.warning("deleting session %r: %s", session_id, exc)
@@ -360,6 +474,8 @@ class FileCheckpointer(StoreBase):
             if fd is None:
                 raise SessionNotFound(session_id)
             state, _ = self._sync(session_id, fd)
+            if state.first:
+                state, _ = self._sync_whole(session_id, fd, repair=True)
             head = state.summary.head
             self.check_cut(session_id, seq, head, expected_head)
             cut = state.offsets[seq] if seq < head else state.size
@@ -511,6 +627,10 @@ class FileCheckpointer(StoreBase):
                 info = summarize(found.records).info(entry.name[: -len(".jsonl")])
                 lines.append(file_index.info_line(info))
         return b"".join(lines)
+
+
+def _restores(event: ev.Event) -> bool:
+    return type(event) is ev.Restore or type(event) is ev.RestoreUndone
 
 
 def _newest_first(info: SessionInfo) -> float:

@@ -52,6 +52,10 @@ class LogState:
     summary: Summary
     mark: bytes = b""
     """The start of the last event's line, up to and with its checksum."""
+    first: int = 0
+    """Events up to this seq were never read here: ``offsets[i]`` is where event
+    ``first + i + 1`` starts. Nonzero for a long log first seen from its end (the
+    file store's cold start); what needs an earlier event reads the whole log."""
 
     def still_matches(self, fd: int) -> bool:
         """Whether the log still holds what this process saw, checked by content.

@@ -24,6 +24,7 @@ class _Session:
     log: list[bytes] = attrs.field(factory=list)
     summary: Summary = attrs.field(factory=Summary)
     truncations: list[tuple[int, int, float, bytes]] = attrs.field(factory=list)
+    snapshot: tuple[int, bytes] | None = None
 
 
 class MemoryCheckpointer(StoreBase):
@@ -89,6 +90,20 @@ class MemoryCheckpointer(StoreBase):
     def _truncations(self, session_id: str) -> list[Truncation]:
         session = self._sessions.get(session_id)
         return [self.decode_truncation(*t) for t in session.truncations] if session else []
+
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.snapshot = (head, bytes(data))
+
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
+        session = self._sessions.get(session_id)
+        if session is None or session.snapshot is None:
+            return None
+        head, data = session.snapshot
+        return data[:limit], self._read(session_id, head - 1)
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         return self._leases.hold(session_id)

@@ -88,6 +88,14 @@ MIGRATIONS = [
         AND json_extract(CAST(data AS TEXT), '$.type') = 'session_started'
     ), '')
     """,
+    # 3: each session's resume snapshot (session.resume_snapshot), a cache of its log.
+    """
+    CREATE TABLE snapshots (
+        session_id TEXT PRIMARY KEY,
+        head INTEGER NOT NULL,
+        data BLOB NOT NULL
+    )
+    """,
 ]
 
 
@@ -263,6 +271,44 @@ class SqliteCheckpointer(StoreBase):
         )
         return [self.decode_truncation(*row) for row in rows]
 
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        with self._transaction("write a snapshot to") as db:
+            db.execute(
+                "INSERT INTO snapshots (session_id, head, data) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET head = excluded.head, data = excluded.data",
+                (session_id, head, data),
+            )
+
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
+        with self._mutex:
+            # One read transaction: the snapshot and the log as of one moment.
+            try:
+                self._conn.execute("BEGIN")
+                try:
+                    row = self._conn.execute(
+                        "SELECT head, CASE WHEN ? IS NULL THEN data ELSE substr(data, 1, ?) END "
+                        "FROM snapshots WHERE session_id = ?",
+                        (limit, limit, session_id),
+                    ).fetchone()
+                    rows = (
+                        self._conn.execute(
+                            "SELECT data FROM events WHERE session_id = ? AND seq >= ? "
+                            "ORDER BY seq",
+                            (session_id, row[0]),
+                        ).fetchall()
+                        if row
+                        else []
+                    )
+                finally:
+                    self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                raise _busy(self._where, "read", exc) from None
+        if row is None:
+            return None
+        return bytes(row[1] or b""), [self.decode(data) for (data,) in rows]
+
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         if self.path is None:
             return self._leases.hold(session_id)
@@ -329,6 +375,7 @@ class SqliteCheckpointer(StoreBase):
                 raise SessionNotFound(session_id)
             db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM truncations WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         with self._transaction("truncate in") as db:

@@ -1,0 +1,254 @@
+"""A session's resume snapshot: what a resume needs, folded up to a turn end, so a
+resume reads one blob instead of folding the whole log.
+
+The log stays the source of truth; the snapshot is a cache of a fold of it. It
+names the event it was folded up to -- its seq, timestamp and a checksum of its
+JSON -- and is used only while the log still holds that very event at that seq:
+a log cut back and grown again to the same seq has another event there (another
+timestamp). Events after it are folded on top, unless one of them can change
+what came before (a restore, its undo, a finished restore's record): then the
+whole log is folded instead. A snapshot that is missing, of another version, or
+damaged (its checksums) is rebuilt from the log, with a warning, never an error.
+
+Format, version 1 (bytes)::
+
+    AHS1 <crc32 of header, 8 hex> <header length>\\n<header JSON><body JSON>
+
+The header (small, read on every resume) holds the head, the counts, cost and
+model, and the body's length and crc32; the body (read when the conversation is
+needed: a turn, the history) holds the model messages, the seq that opened each
+and the tool calls still unanswered, the state :class:`MessageFold` resumes from.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from . import events as ev
+from .checkpoints import pending_intent
+from .conversation import MessageFold
+from .errors import StoreUnavailable
+from .pricing import total_cost
+
+VERSION = 1
+HEADER_READ = 4096
+"""Bytes of a snapshot a resume reads: its header, not its conversation."""
+_MAGIC = b"AHS1 "
+log = logging.getLogger(__name__)
+
+
+class SnapshotDamaged(Exception):
+    """A snapshot that cannot be used as it is; the log is folded instead."""
+
+
+@attrs.frozen
+class HeadMark:
+    """The event a snapshot was folded up to, as the log stores it."""
+
+    seq: int
+    ts: float
+    digest: str
+
+    @classmethod
+    def of(cls, event: ev.Event) -> HeadMark:
+        return cls(event.seq, event.ts, f"{zlib.crc32(ev.encode(event)):08x}")
+
+    def matches(self, event: ev.Event) -> bool:
+        return event.seq == self.seq and event.ts == self.ts and HeadMark.of(event) == self
+
+
+@attrs.define
+class Header:
+    """What a resume learns from a snapshot without reading its conversation."""
+
+    head: HeadMark
+    turns: int
+    """Prompts in the timeline (what session/resume reports)."""
+    assistant_messages: int
+    cost: float | None
+    """USD of every Usage in the log (None: a model's price was unknown)."""
+    model: str | None
+    """The model the next turn uses unless another is named (None: the host's)."""
+    body_len: int = 0
+    body_crc: str = ""
+
+
+def changes_the_past(event: ev.Event) -> bool:
+    """Whether ``event``, folded after a snapshot, could change what the snapshot
+    already folded (so the whole log has to be folded instead)."""
+    kind = type(event)
+    return (
+        kind is ev.Restore
+        or kind is ev.RestoreUndone
+        or kind is ev.RestoreApplied
+        or (kind is ev.FileSnapshot and event.jump)
+    )
+
+
+def session_model(timeline: Sequence[ev.Event]) -> str | None:
+    """The model the session's turns use: the last one a prompt chose, else the one
+    it was started with (None: the host's)."""
+    for event in reversed(timeline):
+        if type(event) is ev.UserPrompt and event.model:
+            return event.model
+    for event in timeline[:2]:
+        if type(event) is ev.SessionStarted:
+            return event.model
+    return None
+
+
+def snapshot_of(
+    events: Sequence[ev.Event], timeline: Sequence[ev.Event], fold: MessageFold
+) -> bytes | None:
+    """The snapshot of a whole log (``fold`` folded from its ``timeline``); None
+    when there is none to take: an empty log, or a restore still to finish."""
+    if not events or pending_intent(events) is not None:
+        return None
+    header = Header(
+        head=HeadMark.of(events[-1]),
+        turns=sum(1 for e in timeline if type(e) is ev.UserPrompt),
+        assistant_messages=sum(1 for e in timeline if type(e) is ev.AssistantMessage),
+        cost=total_cost(events),
+        model=session_model(timeline),
+    )
+    return encode(header, fold)
+
+
+def encode(header: Header, fold: MessageFold) -> bytes:
+    # One message per line, so that a history page parses only its own messages.
+    messages = b",\n".join(map(orjson.dumps, fold.messages))
+    index = orjson.dumps({"seqs": fold.seqs, "open_calls": fold.open_calls})
+    body = b"%s\n[%s]" % (index, messages)
+    header = attrs.evolve(header, body_len=len(body), body_crc=f"{zlib.crc32(body):08x}")
+    head = orjson.dumps({"v": VERSION, **attrs.asdict(header)})
+    return b"%s%08x %d\n%s%s" % (_MAGIC, zlib.crc32(head), len(head), head, body)
+
+
+def parse_header(data: bytes) -> tuple[Header, int]:
+    """The header, and where the body starts; SnapshotDamaged if it is not whole."""
+    newline = data.find(b"\n", 0, 64)
+    first = data[:newline].split(b" ")
+    if newline < 0 or len(first) != 3 or first[0] + b" " != _MAGIC:
+        raise SnapshotDamaged("not a version 1 snapshot")
+    try:
+        crc, size = int(first[1], 16), int(first[2])
+    except ValueError as exc:
+        raise SnapshotDamaged("its first line is damaged") from exc
+    head = data[newline + 1 : newline + 1 + size]
+    if len(head) != size or zlib.crc32(head) != crc:
+        raise SnapshotDamaged("its header fails its checksum")
+    try:
+        fields: dict[str, Any] = orjson.loads(head)
+        if fields.pop("v") != VERSION:
+            raise SnapshotDamaged(f"version {fields.get('v')!r}, not {VERSION}")
+        fields["head"] = HeadMark(**fields["head"])
+        header = Header(**fields)
+    except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        raise SnapshotDamaged(f"its header does not read: {exc}") from exc
+    return header, newline + 1 + size
+
+
+def _header_end(data: bytes) -> int:
+    try:
+        newline = data.index(b"\n", 0, 64)
+        return newline + 1 + int(data[:newline].split(b" ")[2])
+    except (ValueError, IndexError):
+        return 0  # not a header: parse_header says why
+
+
+def parse_body(
+    data: bytes, header: Header, at: int, last: int | None = None
+) -> tuple[MessageFold, int]:
+    """The conversation -- only its ``last`` messages, if given -- and how many
+    messages before those were left out."""
+    body = memoryview(data)[at:]
+    if len(body) != header.body_len or f"{zlib.crc32(body):08x}" != header.body_crc:
+        raise SnapshotDamaged("its conversation fails its checksum")
+    try:
+        newline = data.index(b"\n", at)
+        index = orjson.loads(body[: newline - at])
+        seqs, open_calls = index["seqs"], index["open_calls"]
+        start, cut = newline + 1, 0
+        if last is not None and last < len(seqs):
+            cut = len(seqs) - last
+            earliest = min(open_calls.values(), default=cut)
+            pos = len(data) - 1
+            for _ in range(last):
+                pos = data.rfind(b",\n", start, pos)
+                if pos < start:
+                    break
+            if earliest < cut or pos < start:
+                cut = 0  # a call still open before the page: it is read whole
+            else:
+                messages = orjson.loads(b"[" + data[pos + 2 :])
+        if not cut:
+            messages = orjson.loads(body[start - at :])
+        fold = MessageFold(messages, seqs[cut:])
+        fold.open_calls.update({c: i - cut for c, i in open_calls.items()})
+    except (KeyError, TypeError, ValueError) as exc:  # orjson's errors are ValueErrors
+        raise SnapshotDamaged(f"its conversation does not read: {exc}") from exc
+    if len(fold.messages) != len(fold.seqs):
+        raise SnapshotDamaged("its messages and seqs differ in number")
+    return fold, cut
+
+
+@attrs.define
+class Loaded:
+    """A snapshot that still matches its log, and the log's events after it."""
+
+    header: Header
+    tail: list[ev.Event]
+    fold: MessageFold | None = None
+    """The conversation as of the head (read only when asked for)."""
+    cut: int = 0
+    """Messages before ``fold``'s first left out (a page was asked for)."""
+
+
+async def load(
+    store: Any, session_id: str, *, body: bool = False, last: int | None = None
+) -> Loaded | None:
+    """The session's snapshot if it still matches the log (with the conversation,
+    when ``body``, only its ``last`` messages if given); None when there is none, it
+    is stale, or it is damaged (then a warning says why), or a newer event changes
+    what it folded."""
+    read = getattr(store, "read_snapshot", None)
+    if read is None:
+        return None  # a store of another make, without snapshots: fold the log
+    found = await read(session_id, None if body else HEADER_READ)
+    if found is None:
+        return None
+    data, events = found
+    try:
+        if not body and len(data) == HEADER_READ and len(data) < _header_end(data):
+            return await load(store, session_id, body=True)  # a header longer than read
+        header, at = parse_header(data)
+        fold, cut = parse_body(data, header, at, last) if body else (None, 0)
+    except SnapshotDamaged as exc:
+        log.warning(
+            "session %s: its resume snapshot is not used (%s); folding the log", session_id, exc
+        )
+        return None
+    if not events or not header.head.matches(events[0]):
+        return None  # stale: the log was cut (and maybe grown again) since
+    tail = events[1:]
+    if any(changes_the_past(e) for e in tail):
+        return None
+    return Loaded(header, tail, fold, cut)
+
+
+async def save(store: Any, session_id: str, data: bytes | None, head: int) -> None:
+    """Write a snapshot; a store that cannot is told nothing, and a failure is
+    only logged: the snapshot is a cache, the log is already durable."""
+    write = getattr(store, "write_snapshot", None)
+    if write is None or data is None:
+        return
+    try:
+        await write(session_id, head, data)
+    except (OSError, StoreUnavailable) as exc:
+        log.warning("session %s: the resume snapshot was not written: %s", session_id, exc)
