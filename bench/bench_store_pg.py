@@ -37,6 +37,7 @@ from bench_store_common import Contender, Row, print_section, round_robin, turn_
 from agent_host.session import open_store
 from agent_host.session.conversation import to_messages
 from agent_host.session.events import AssistantMessage, UserPrompt
+from agent_host.session.state import SessionState
 from agent_host.session.timeline import timeline
 
 try:
@@ -113,9 +114,26 @@ async def p2(url: str, iterations: int) -> list[Row]:
         turns = range(start, start + 50)
         await store.append("p2", [e for i in turns for e in turn_events(i)])
         await peer.add_items([x for i in turns for x in turn_items(i)])
+    # The snapshot a turn end writes, as a first resume of a log without one does.
+    state = SessionState(store, "p2")
+    await state.refresh(full=False)
+    assert state.loaded and (await store.read_snapshot("p2")) is not None
     await store.close()
     await engine.dispose()
     held: dict[str, object] = {}
+
+    async def resume(it: int) -> None:
+        # What AgentHost.resume and the turn after it do: the snapshot's header,
+        # the log's last events, then the snapshot's conversation.
+        resumed = SessionState(held["store"], "p2")  # type: ignore[arg-type]
+        await resumed.refresh(full=False)
+        held["out"] = await resumed.messages()
+        assert not resumed.loaded
+
+    async def warm_resume(it: int) -> None:
+        resumed = SessionState(warm_store, "p2")
+        await resumed.refresh(full=False)
+        assert len(await resumed.messages()) == 4 * TURNS and not resumed.loaded
 
     async def cold_ours(it: int) -> None:
         held["store"] = open_store(ours_url)
@@ -153,20 +171,24 @@ async def p2(url: str, iterations: int) -> list[Row]:
         assert len(await warm_peer.get_items()) == 4 * TURNS
 
     c = [
+        Contender("ours snapshot cold", resume, cold_ours, done_ours),
         Contender("ours cold", load, cold_ours, done_ours),
         Contender("peer cold", get, cold_peer, done_peer),
+        Contender("ours snapshot warm", warm_resume),
         Contender("ours warm", warm_load),
         Contender("peer warm", warm_get),
     ]
     await round_robin(c, iterations, warmup=3)
     await warm_store.close()
     await warm_engine.dispose()
-    oc, pc, ow, pw = (x.samples for x in c)
+    sc, oc, pc, sw, ow, pw = (x.samples for x in c)
     return [
-        Row("P2 to_messages(read()), new store (ours)", oc, pc, "peer", limit_ratio=0.5),
+        Row("P2 resume from snapshot, new store (ours)", sc, pc, "peer", limit_ratio=0.5),
         Row("P2 get_items(), new engine (peer)", pc),
-        Row("  same, store kept open (ours)", ow, pw, "peer", limit_ratio=0.5),
-        Row("  same, engine kept open (peer)", pw),
+        Row("  resume from snapshot, store kept open (ours)", sw, pw, "peer", limit_ratio=0.5),
+        Row("  get_items(), engine kept open (peer)", pw),
+        Row("  to_messages(read()), no snapshot, new store", oc, pc, "peer"),
+        Row("  to_messages(read()), no snapshot, store kept open", ow, pw, "peer"),
     ]
 
 

@@ -19,6 +19,8 @@ from agent_host.session.resume_snapshot import session_model
 from agent_host.session.store import open_store
 from agent_host.session.timeline import timeline
 
+from ..conftest import make_backend
+
 SID = "20250101-000000-snapshot"
 BIG = "line of a file the agent wrote\n" * 100
 
@@ -43,13 +45,15 @@ def script(tmp_path: Path) -> str:
     return f"scripted:{path}"
 
 
-@pytest.fixture(params=["file", "sqlite", "memory"])
+@pytest.fixture(params=["file", "sqlite", "memory", "postgres"])
 def store_url(request, tmp_path):
     """Where the session lives; a memory store is shared by the hosts of one test."""
     if request.param == "file":
         return str(tmp_path / "store")
     if request.param == "sqlite":
         return f"sqlite://{tmp_path / 'sessions.db'}"
+    if request.param == "postgres":
+        return make_backend("postgres", tmp_path, request).url
     return open_store("memory:")
 
 

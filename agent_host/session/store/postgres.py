@@ -251,6 +251,7 @@ class PostgresCheckpointer(StoreBase):
                 raise SessionNotFound(session_id)
             conn.execute(q.delete_events, (session_id, 0))
             conn.execute(q.delete_truncations, (session_id,))
+            conn.execute(q.delete_snapshot, (session_id,))
             conn.execute(q.notify, (self._channel, self._payload(session_id, 0)))
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
@@ -276,6 +277,28 @@ class PostgresCheckpointer(StoreBase):
     def _truncations(self, session_id: str) -> list[Truncation]:
         rows = _once_more(self._rows, self._q.truncations, (session_id,))
         return [self.decode_truncation(tid, s, ts, bytes(data)) for tid, s, ts, data in rows]
+
+    def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
+        with self._pool.connection("write a snapshot to") as conn:
+            conn.execute(self._q.write_snapshot, (session_id, head, data))
+
+    def _read_snapshot(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
+        return _once_more(self._read_snapshot_once, session_id, limit)
+
+    def _read_snapshot_once(
+        self, session_id: str, limit: int | None
+    ) -> tuple[bytes, list[ev.Event]] | None:
+        with self._pool.connection("read") as conn:
+            # One statement: the snapshot and the log as of one moment.
+            rows = conn.execute(
+                self._q.read_snapshot, (limit, limit, session_id, session_id), binary=True
+            ).fetchall()
+        if not rows:
+            return None
+        (_, data), events = rows[0], rows[1:]
+        return bytes(data), self.decode_many([bytes(d) for _, d in events])
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         return self._leases.hold(session_id)
@@ -417,6 +440,20 @@ class _Queries:
         )
         self.truncations = q(
             "SELECT id, seq, ts, events FROM {s}.truncations WHERE session_id = %s ORDER BY id"
+        )
+        self.write_snapshot = q(
+            "INSERT INTO {s}.snapshots (session_id, head, data) VALUES (%s, %s, %s) "
+            "ON CONFLICT (session_id) DO UPDATE SET head = excluded.head, data = excluded.data"
+        )
+        self.delete_snapshot = q("DELETE FROM {s}.snapshots WHERE session_id = %s")
+        # The snapshot (seq -1: first) and the log's events from its head on.
+        self.read_snapshot = q(
+            "WITH snap AS (SELECT head, CASE WHEN %s::bigint IS NULL THEN data "
+            "ELSE substring(data FROM 1 FOR %s::int) END AS data "
+            "FROM {s}.snapshots WHERE session_id = %s) "
+            "SELECT -1::bigint AS seq, data FROM snap "
+            "UNION ALL SELECT e.seq, e.data FROM {s}.events e, snap "
+            "WHERE e.session_id = %s AND e.seq >= snap.head ORDER BY seq"
         )
 
 

@@ -103,6 +103,14 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
     $body$
     """,
     ),
+    # 3: each session's resume snapshot (session.resume_snapshot), a cache of its log.
+    """
+    CREATE TABLE {s}.snapshots (
+        session_id text PRIMARY KEY,
+        head bigint NOT NULL,
+        data bytea NOT NULL
+    );
+    """,
 ]
 
 
