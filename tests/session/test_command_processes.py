@@ -102,7 +102,7 @@ async def test_a_setsid_process_is_reported_detached_and_ended_with_the_tracker(
         # the rest of its session, not reported detached.
         result = await ws.run_command(
             "setsid sleep 1007 >/dev/null 2>&1 & p=$!; "
-            "while [ \"$(cut -d' ' -f6 /proc/$p/stat)\" != \"$p\" ]; do sleep 0.01; done; "
+            'while [ "$(cut -d\' \' -f6 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; '
             "echo $p"
         )
     pid = int(result.output.split()[0])
