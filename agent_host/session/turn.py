@@ -19,7 +19,8 @@ import attrs
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import AgentHostError, CheckpointConflictError, ToolError
+from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, ToolError
+from .limits import MAX_FILE_BYTES
 from .model import (
     RAW_ARGUMENTS_KEY,
     Finish,
@@ -35,6 +36,7 @@ from .protected_paths import protected_reason
 from .redaction import mask, mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
+from .tools.files import too_large_to_change
 from .workspace import CommandResult, Workspace, unsaved_bytes
 
 if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk folders
@@ -347,7 +349,10 @@ class _Turn:
                 f"{relative} is protected ({protected}); it was not what was approved. "
                 "Call the tool on it again."
             )
-        before = await workspace.read_disk(path)
+        try:
+            before = await workspace.read_disk(path, limit=MAX_FILE_BYTES)
+        except FileTooLarge as e:
+            raise too_large_to_change(relative, e.size) from None
         unsaved = unsaved_bytes(await workspace.buffer_text(path), before)
         blobs = self.state.store.blobs
         snapshot = ev.FileSnapshot(
@@ -406,7 +411,7 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
     if not isinstance(path, str):
         return None
     try:
-        old_bytes = await workspace.read_bytes(path)
+        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
     except Exception:
         return None
     old = (old_bytes or b"").decode("utf-8", "replace")

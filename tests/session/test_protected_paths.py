@@ -167,11 +167,11 @@ async def test_a_symlink_swapped_in_after_approval_is_refused_at_the_write(tmp_p
     class Swapping(DiskWorkspace):
         """Another process turns x into a symlink to .git/config after the approval."""
 
-        async def read_bytes(self, path: str) -> bytes | None:
+        async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
             if path == "x" and not os.path.islink(repo / "x"):
                 os.unlink(repo / "x")
                 os.symlink(".git/config", repo / "x")
-            return await super().read_bytes(path)
+            return await super().read_bytes(path, limit=limit)
 
     (repo / "x").write_text("plain\n")
     answers = Answers("reject_once")
