@@ -120,3 +120,55 @@ def test_agent_host_run_on_a_2_gib_file_stays_small(tmp_path, ws):
     assert max_rss_kib < 400 << 10, f"{max_rss_kib >> 10} MiB; {done.stderr[-2000:]}"
     assert store_bytes(store) < MAX_FILE_BYTES
     assert (ws / "big.log").stat().st_size == SIZE
+
+
+# -- read_file's window of a large file, edge by edge
+
+
+async def read(root: Path, **arguments) -> str:
+    from agent_host.session.tools import ToolContext, run_tool
+    from agent_host.session.workspace import DiskWorkspace
+
+    async def no_changes(path: str, data: bytes | None) -> None:
+        raise AssertionError("read_file changed a file")
+
+    outcome = await run_tool(
+        "read_file", arguments, ToolContext(DiskWorkspace([root]), change_file=no_changes)
+    )
+    return ("ERROR " if outcome.is_error else "") + outcome.output
+
+
+def large_text(path: Path, lines: int, tail: bytes = b"") -> None:
+    row = b"%07d " + b"x" * 92 + b"\n"  # 100 bytes a line
+    with open(path, "wb") as f:
+        for start in range(0, lines, 10_000):
+            f.write(b"".join(row % n for n in range(start + 1, min(lines, start + 10_000) + 1)))
+        f.write(tail)
+
+
+async def test_a_window_deep_in_a_large_file_and_its_end(tmp_path):
+    large_text(tmp_path / "big.txt", 100_000, tail=b"last line, no line break")  # ~10 MB
+    middle = await read(tmp_path, path="big.txt", offset=77_777, limit=2)
+    assert middle.splitlines()[:2] == [
+        f" 77777\t0077777 {'x' * 92}",
+        f" 77778\t0077778 {'x' * 92}",
+    ]
+    assert "read on with offset=77779" in middle
+    end = await read(tmp_path, path="big.txt", offset=99_999)
+    assert end.splitlines() == [
+        f" 99999\t0099999 {'x' * 92}",
+        f"100000\t0100000 {'x' * 92}",
+        "100001\tlast line, no line break",
+    ]
+    past = await read(tmp_path, path="big.txt", offset=100_002)
+    assert past.startswith("ERROR") and "past the end" in past
+
+
+async def test_a_line_longer_than_the_window_shows_its_start(tmp_path):
+    with open(tmp_path / "one.txt", "wb") as f:
+        f.write(b"y" * (MAX_FILE_BYTES + 1))
+    shown = await read(tmp_path, path="one.txt")
+    first, *notes = shown.splitlines()
+    assert first.startswith("     1\tyyyy") and "line cut" in first
+    assert any("runs on past" in note for note in notes)
+    assert any("read on with offset=2" in note for note in notes)
