@@ -53,7 +53,7 @@ def numbered(number: int, line: str, max_chars: int = READ_MAX_LINE_CHARS, lengt
 
 def too_large_to_change(shown: str, size: int) -> ToolError:
     return ToolError(
-        f"{shown} is {size:,} bytes, more than the {MAX_FILE_BYTES:,} (8 MiB) the agent "
+        f"{shown} is {size:,} bytes, more than the {MAX_FILE_BYTES >> 20} MiB the agent "
         "snapshots before a change, so a change to it could not be undone: the file "
         "tools do not change files this large. Ask the user to change it."
     )
