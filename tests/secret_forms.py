@@ -21,7 +21,20 @@ def environment() -> dict[str, str]:
     return {"OPENAI_API_KEY": KEY, "DATABASE_URL": DATABASE_URL}
 
 
-LABELS = ("whole", "upper", "reversed", "spaced", "head", "tail", "url", "b64", "basic", "dburl")
+LABELS = (
+    "whole",
+    "upper",
+    "reversed",
+    "spaced",
+    "head",
+    "tail",
+    "url",
+    "hex",
+    "hex-upper",
+    "b64",
+    "basic",
+    "dburl",
+)
 
 # The key is not in the command's environment (the policy drops it) or in the
 # command's text (the tool call is logged): the command digs it out of the agent's
@@ -35,6 +48,9 @@ echo "spaced:$(printf %s "$K" | sed 's/./& /g')"
 echo "head:$(printf %s "$K" | cut -c1-12)..."
 echo "tail:...$(printf %s "$K" | cut -c9-)"
 echo "url:$(printf %s "$K" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')"
+hex() { xxd -p 2>/dev/null || od -An -tx1 -v | tr -d ' \n' | fold -w 60; }
+echo "hex:$(printf %s "$K" | hex)"
+echo "hex-upper:$(printf %s "$K" | hex | tr a-f A-F)"
 echo "b64:$(printf %s "$K" | base64 -w0)"
 echo "basic:$(printf %s "$DATABASE_URL" | sed 's|.*//||; s|@.*||' | tr -d '\n' | base64 -w0)"
 echo "dburl:$DATABASE_URL"
@@ -55,6 +71,10 @@ def forms() -> dict[str, str]:
         "tail": KEY[8:],
         "url": "".join(f"%{b:02x}" for b in KEY.encode()),
         "url-upper": quote(KEY, safe="").upper(),
+        # xxd -p: 60 hex digits a line, so the key's 88 come as a line of 60 and one of 28
+        "hex-head": KEY.encode().hex()[:60],
+        "hex-tail": KEY.encode().hex()[60:],
+        "hex-upper": KEY.encode().hex()[:60].upper(),
         # the last character may hold bits of what follows: the rest is what must not show
         "b64": b64.rstrip("=")[:-1],
         "basic": basic.rstrip("=")[:-1],

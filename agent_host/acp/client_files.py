@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from acp import Client
 
+from ..session.errors import FileTooLarge
+from ..session.limits import MAX_FILE_BYTES
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
@@ -103,16 +105,28 @@ class ClientWorkspace:
 
     # -- reads
 
-    async def read_bytes(self, path: str) -> bytes | None:
-        saved = await self.disk.read_bytes(path)
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
+        saved = await self.disk.read_bytes(path, limit=limit)
         text = await self._client_text(path, saved)
-        return saved if text is None else text.encode(BUFFER_ENCODING, BUFFER_ERRORS)
+        if text is None:
+            return saved
+        data = text.encode(BUFFER_ENCODING, BUFFER_ERRORS)
+        if limit is not None and len(data) > limit:
+            raise FileTooLarge(self.relative(self.resolve(path)), len(data), limit)
+        return data
 
-    async def read_disk(self, path: str) -> bytes | None:
-        return await self.disk.read_bytes(path)
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await self.disk.read_bytes(path, limit=limit)
+
+    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
+        return await self.disk.read_range(path, start, size)
 
     async def buffer_text(self, path: str) -> str | None:
-        saved = await self.disk.read_bytes(path)
+        try:
+            # A file past the snapshot limit is never read whole, nor asked of the client.
+            saved = await self.disk.read_bytes(path, limit=MAX_FILE_BYTES)
+        except FileTooLarge:
+            return None
         text = await self._client_text(path, saved)
         if text is None or text.encode(BUFFER_ENCODING, BUFFER_ERRORS) == saved:
             return None

@@ -19,6 +19,7 @@ from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.blobs import BlobStore
 from ..session.errors import AgentHostError
+from ..session.limits import MAX_FILE_BYTES
 from ..session.workspace import Workspace
 from . import convert
 
@@ -146,7 +147,7 @@ async def _proposed(request: PermissionRequest, workspace: Workspace) -> list[Co
         return None
     unified = [convert.text_content(request.diff)] if request.diff else None
     try:
-        old_bytes = await workspace.read_bytes(path)
+        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
         old = None if old_bytes is None else old_bytes.decode("utf-8")
     except (AgentHostError, OSError, UnicodeDecodeError) as exc:
         log.debug("no text diff for %s: %s", path, exc)

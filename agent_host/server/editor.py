@@ -49,6 +49,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from ..session.errors import FileTooLarge
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
@@ -130,15 +131,21 @@ class EditorWorkspace:
     def relative(self, path: Path) -> str:
         return self.disk.relative(path)
 
-    async def read_bytes(self, path: str) -> bytes | None:
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
         real = self.resolve(path)
         docs = self._buffers(real)
         if docs:
-            return docs[0].source.encode(BUFFER_ENCODING, BUFFER_ERRORS)
-        return await self.disk.read_bytes(path)
+            data = docs[0].source.encode(BUFFER_ENCODING, BUFFER_ERRORS)
+            if limit is not None and len(data) > limit:
+                raise FileTooLarge(self.relative(real), len(data), limit)
+            return data
+        return await self.disk.read_bytes(path, limit=limit)
 
-    async def read_disk(self, path: str) -> bytes | None:
-        return await self.disk.read_bytes(path)
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await self.disk.read_bytes(path, limit=limit)
+
+    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
+        return await self.disk.read_range(path, start, size)
 
     async def buffer_text(self, path: str) -> str | None:
         docs = self._buffers(self.resolve(path))

@@ -4,8 +4,11 @@
 edits and commands; ``read-only`` refuses both. Reads never ask. A tool of an MCP
 server (``external``) is asked for under ``ask`` and ``auto-edit`` -- what it does is
 the server's to say, not ours to know -- and ``read-only`` allows only those that
-declare themselves read-only (``external_read``). A callback that is missing, fails
-or times out is a rejection, never an approval.
+declare themselves read-only (``external_read``). An edit of a protected path
+(:mod:`.protected_paths`: ``.git/config``, hooks, editor settings -- a command in
+disguise) is approved as a command is, and asked for each time: an answer
+remembered for the tool is neither used nor kept for it. A callback that is
+missing, fails or times out is a rejection, never an approval.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class PermissionRequest:
     """A unified diff of the change, for edits."""
     call_id: str | None = None
     """The model's id of the tool call asked about (as in its tool_call event)."""
+    protected: str | None = None
+    """For an edit of a protected path: which, and why it is a command in disguise."""
 
 
 PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
@@ -63,13 +68,18 @@ class Gate:
             return False if kind == "external_read" else None
         return not (self.policy == "auto-edit" and kind == "edit")
 
+    def verdict(self, request: PermissionRequest) -> bool | None:
+        """:meth:`needs_asking` for this request: a protected edit is a command."""
+        return self.needs_asking("command" if request.protected else request.kind)
+
     async def allows(self, request: PermissionRequest) -> bool:
-        verdict = self.needs_asking(request.kind)
+        verdict = self.verdict(request)
         if verdict is None:
             return False
         if not verdict:
             return True
-        if request.tool in self.remembered:
+        remember = request.protected is None
+        if remember and request.tool in self.remembered:
             return self.remembered[request.tool]
         if self.ask is None:
             return False
@@ -83,8 +93,8 @@ class Gate:
         except Exception:
             log.exception("permission callback failed for %s: rejected", request.tool)
             return False
-        if decision == "allow_always":
+        if remember and decision == "allow_always":
             self.remembered[request.tool] = True
-        elif decision == "reject_always":
+        elif remember and decision == "reject_always":
             self.remembered[request.tool] = False
         return decision in ("allow_once", "allow_always")

@@ -35,6 +35,7 @@ from .capture_walk import (
     sig_of,
 )
 from .errors import PathOutsideWorkspace
+from .limits import MAX_FILE_BYTES  # files past it: indexed by stat, in not_captured
 from .workspace.paths import relative_in_roots
 
 log = logging.getLogger(__name__)
@@ -61,12 +62,6 @@ DEFAULT_IGNORES: tuple[str, ...] = (
     "dist",
     "build",
 )
-
-MAX_FILE_BYTES = 8 * 1024 * 1024
-"""Files larger than this (8 MiB) are indexed by stat only, never read or stored: past
-this size a file is data (a database, a model, a video), and a snapshot of each
-version of it would grow the blob store by as much. Their changes are reported in
-:attr:`CapturedChanges.not_captured`."""
 
 _READ_BATCH_BYTES = 16 * 1024 * 1024
 """Content read before it is stored and let go: a first index of a large workspace

@@ -7,12 +7,14 @@ providers reject a conversation with an unanswered call.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from .events import AssistantMessage, Compaction, Event, ToolCall, ToolResult, UserPrompt
+from .model import RAW_ARGUMENTS_KEY
 
 INTERRUPTED = "[tool call interrupted before it returned a result]"
 
@@ -116,7 +118,18 @@ def call_arguments(call: ToolCall) -> str:
     (kept even when it is not JSON), else our parsed arguments as JSON."""
     if call.item is not None and isinstance(call.item.get("arguments"), str):
         return call.item["arguments"]
+    raw = call.arguments.get(RAW_ARGUMENTS_KEY)
+    if len(call.arguments) == 1 and isinstance(raw, str) and _is_json_object(raw):
+        # Logged as text because orjson could not write them (events.loggable).
+        return raw
     return orjson.dumps(call.arguments).decode()
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def prompt_content(prompt: UserPrompt) -> str:

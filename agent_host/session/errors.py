@@ -133,6 +133,16 @@ class ToolError(AgentHostError):
     """A tool could not do what was asked; the message goes back to the model."""
 
 
+class FileTooLarge(ToolError):
+    """A file larger than the caller reads whole (``limit`` bytes): nothing was read."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} is {size:,} bytes, more than the {limit:,} read at once")
+        self.path = path
+        self.size = size
+        self.limit = limit
+
+
 class FileChanged(AgentHostError):
     """A conditional write found the file other than it expected: nothing was
     written. ``found`` is the blob id of what is there (None: no file)."""

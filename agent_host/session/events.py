@@ -15,12 +15,15 @@ and written back unchanged, never dropped.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, ClassVar
 
 import attrs
 import cattrs
 import orjson
+
+from .model import RAW_ARGUMENTS_KEY
 
 
 @attrs.define(kw_only=True, slots=True)
@@ -284,8 +287,89 @@ def to_dict(event: Event, seq: int | None = None, ts: float | None = None) -> di
 
 
 def encode(event: Event, seq: int | None = None, ts: float | None = None) -> bytes:
-    """One event as compact JSON bytes (no newline)."""
-    return orjson.dumps(to_dict(event, seq, ts))
+    """One event as compact JSON bytes (no newline).
+
+    Never fails on a value that came from outside (a model's tool arguments, a
+    tool's output, a client's prompt): a value orjson cannot write -- an integer
+    past 64 bits, a lone surrogate, nesting past 254 levels -- is logged in a form
+    it can (:func:`loggable`), rather than losing the turn that carried it.
+    """
+    try:
+        return orjson.dumps(to_dict(event, seq, ts))
+    except (orjson.JSONEncodeError, RecursionError):
+        # RecursionError: cattrs recurses a few frames a level, so deep nesting
+        # that json.loads took can end it before orjson is reached.
+        return orjson.dumps(loggable(_shallow_dict(event, seq, ts)), default=str)
+
+
+def _shallow_dict(event: Event, seq: int | None, ts: float | None) -> dict[str, Any]:
+    """:func:`to_dict`, with a field too deep for cattrs kept as it is."""
+    if isinstance(event, UnknownEvent):
+        return to_dict(event, seq, ts)
+    data: dict[str, Any] = {"type": event.type}
+    for field in attrs.fields(type(event)):
+        value = getattr(event, field.name)
+        if value is None and field.name in _OMITTED_WHEN_NONE:
+            continue
+        try:
+            data[field.name] = converter.unstructure(value)
+        except RecursionError:
+            data[field.name] = value
+    data["seq"] = event.seq if seq is None else seq
+    data["ts"] = event.ts if ts is None else ts
+    return data
+
+
+_MAX_DEPTH = 200
+"""Below orjson's own limit (254) with room for the event's own nesting."""
+_INT64 = range(-(2**63), 2**64)
+"""The integers orjson writes: int64 and uint64."""
+
+
+def loggable(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (an event's JSON object) with what orjson cannot write made writable.
+
+    A tool call's arguments become ``{RAW_ARGUMENTS_KEY: <their JSON text>}``, the
+    text the model wrote (the stdlib writes any integer), which is what the model
+    is shown again (:func:`~.conversation.call_arguments`). Elsewhere an integer
+    past 64 bits becomes its digits as a string, a lone surrogate its ``\\udXXX``
+    escape, and a value nested too deep its JSON text.
+    """
+    data = dict(data)
+    if data.get("type") == ToolCall.type and isinstance(data.get("arguments"), dict):
+        try:
+            orjson.dumps(data["arguments"])
+        except orjson.JSONEncodeError:
+            data["arguments"] = {RAW_ARGUMENTS_KEY: _json_text(data["arguments"])}
+    return _writable(data, 0)
+
+
+def _writable(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return value if value in _INT64 else _json_text(value)
+    if isinstance(value, dict | list | tuple) and depth >= _MAX_DEPTH:
+        return _json_text(value)
+    if isinstance(value, dict):
+        return {_writable(str(k), depth): _writable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_writable(v, depth + 1) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, default=str)  # ensure_ascii: surrogates come out escaped
+    except (ValueError, RecursionError) as exc:
+        # Past Python's limit on an integer's digits, or its recursion limit.
+        return f"(not recordable: {type(exc).__name__})"
 
 
 def from_dict(data: dict[str, Any]) -> Event:

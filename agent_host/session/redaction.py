@@ -13,10 +13,11 @@ results, errors and notifications.
 
 Each secret is matched whole and in the forms it takes when it is echoed back
 changed: any case, with whitespace between its characters, reversed, with any
-character percent-encoded, in base64 (of the secret alone, at any alignment inside
+character percent-encoded, in hex (``xxd -p``, ``od -tx1``: either case, wrapped
+or spaced between bytes), in base64 (of the secret alone, at any alignment inside
 a longer base64 text, and of ``user:password`` for URL credentials), and, for
-secrets of 12 characters or more, any prefix or suffix of 8 or more (what a cut
-leaves, ``sk-test…``). Values under 6 characters are not registered: masking
+secrets of 12 characters or more, any prefix or suffix of 8 or more, as text or
+hex (what a cut leaves, ``sk-test…``). Values under 6 characters are not registered: masking
 ``1`` or ``true`` everywhere would protect nothing and wreck every output.
 
 All forms are one alternation compiled with RE2 (linear time, no backtracking on
@@ -30,7 +31,7 @@ import base64
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -57,18 +58,25 @@ def _atom(char: str) -> str:
     return f"(?:{re.escape(char)}|{encoded}{plus})"
 
 
-def _spaced(text: str) -> str:
-    return _GAP.join(_atom(c) for c in text)
+def _hex_atom(char: str) -> str:
+    """``char``'s UTF-8 bytes in hex (either case: the pattern ignores case), with
+    room between bytes for a dump's spaces and line breaks (``xxd -p`` wraps every
+    30 bytes, ``od -An -tx1`` puts a space between each and wraps every 16)."""
+    return _GAP.join(f"{b:02x}" for b in char.encode())
 
 
-def _prefixes(secret: str) -> str:
+def _spaced(text: str, atom: Callable[[str], str] = _atom) -> str:
+    return _GAP.join(atom(c) for c in text)
+
+
+def _prefixes(secret: str, atom: Callable[[str], str] = _atom) -> str:
     """The secret, or any prefix of it of at least FRAGMENT_MIN characters: the
     first FRAGMENT_MIN characters, then each further one optional, nested, so the
     longest present prefix is what is masked."""
-    head = _spaced(secret[:FRAGMENT_MIN])
+    head = _spaced(secret[:FRAGMENT_MIN], atom)
     tail = ""
     for char in reversed(secret[FRAGMENT_MIN:]):
-        tail = f"(?:{_GAP}{_atom(char)}{tail})?"
+        tail = f"(?:{_GAP}{atom(char)}{tail})?"
     return head + tail
 
 
@@ -91,11 +99,13 @@ def _base64_cores(raw: bytes) -> list[str]:
 
 def _forms(secret: str, fragments: bool) -> list[str]:
     forms = []
-    if fragments and len(secret) >= FRAGMENT_FROM:
-        forms.append(_prefixes(secret))
-        forms += [_spaced(secret[i:]) for i in range(1, len(secret) - FRAGMENT_MIN + 1)]
-    else:
-        forms.append(_spaced(secret))
+    for atom in (_atom, _hex_atom):
+        if fragments and len(secret) >= FRAGMENT_FROM:
+            forms.append(_prefixes(secret, atom))
+            last = len(secret) - FRAGMENT_MIN + 1
+            forms += [_spaced(secret[i:], atom) for i in range(1, last)]
+        else:
+            forms.append(_spaced(secret, atom))
     forms.append(_spaced(secret[::-1]))
     forms += [_GAP.join(re.escape(c) for c in core) for core in _base64_cores(secret.encode())]
     return forms

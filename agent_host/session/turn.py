@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -18,7 +19,8 @@ import attrs
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import CheckpointConflictError
+from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, ToolError
+from .limits import MAX_FILE_BYTES
 from .model import (
     RAW_ARGUMENTS_KEY,
     Finish,
@@ -30,9 +32,11 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
+from .protected_paths import protected_reason
 from .redaction import mask, mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
+from .tools.files import too_large_to_change
 from .workspace import CommandResult, Workspace, unsaved_bytes
 
 if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk folders
@@ -131,6 +135,9 @@ class _Turn:
     """Text of the model call in flight, not yet in the log."""
     usage: TokenUsage = attrs.field(factory=TokenUsage)
     compaction_skipped: bool = False
+    approved_protected: Path | None = None
+    """The protected file the tool call running now was approved to change; any
+    other protected file it changes is refused."""
     cost: float | None = 0.0
     """None once a call's cost is unknown: the rest of the sum would mislead."""
 
@@ -226,7 +233,10 @@ class _Turn:
             kind=self._kind(call.name),
             call_id=call.call_id,
         )
-        if request.kind == "edit" and self.settings.gate.needs_asking("edit"):
+        protected_path = None
+        if request.kind == "edit":
+            protected_path, request.protected = self._protected(call.arguments.get("path"))
+        if request.kind == "edit" and self.settings.gate.verdict(request):
             request.diff = await _proposed_diff(workspace, call)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
@@ -243,7 +253,11 @@ class _Turn:
                 change_file=self._change_file,
                 run_command=self._run_command if self.settings.index else None,
             )
-            outcome = await run_tool(call.name, call.arguments, context)
+            self.approved_protected = protected_path
+            try:
+                outcome = await run_tool(call.name, call.arguments, context)
+            finally:
+                self.approved_protected = None
         else:
             outcome = ToolOutcome(
                 f"Permission denied: the user did not allow {call.name} "
@@ -255,6 +269,20 @@ class _Turn:
         output = await mask_output(outcome.output)
         result = ev.ToolResult(call_id=call.call_id, output=output, is_error=outcome.is_error)
         await self.state.append([result])
+
+    def _protected(self, path: object) -> tuple[Path | None, str | None]:
+        """The file ``path`` resolves to (symlinks followed) and why it is protected;
+        (None, None) when it is not."""
+        if not isinstance(path, str):
+            return None, None
+        workspace = self.settings.workspace
+        try:
+            real = workspace.resolve(path)
+        except (AgentHostError, OSError):
+            # The tool fails on it too; should it resolve by then, _change_file checks it.
+            return None, None
+        why = protected_reason(workspace.roots, real)
+        return (real, why) if why else (None, None)
 
     async def _run_command(self, command: str, timeout: float, max_output: int) -> CommandResult:
         """Run a shell command and log what it changed in the workspace."""
@@ -311,8 +339,20 @@ class _Turn:
         kept too (``buffer_before``), so a restore brings back both.
         """
         workspace = self.settings.workspace
-        relative = workspace.relative(workspace.resolve(path))
-        before = await workspace.read_disk(path)
+        real = workspace.resolve(path)
+        relative = workspace.relative(real)
+        protected = protected_reason(workspace.roots, real)
+        if protected is not None and real != self.approved_protected:
+            # The tool's path was not this one when approval was given (a symlink
+            # swapped since, or a tool that writes elsewhere): ask again, by refusing.
+            raise ToolError(
+                f"{relative} is protected ({protected}); it was not what was approved. "
+                "Call the tool on it again."
+            )
+        try:
+            before = await workspace.read_disk(path, limit=MAX_FILE_BYTES)
+        except FileTooLarge as e:
+            raise too_large_to_change(relative, e.size) from None
         unsaved = unsaved_bytes(await workspace.buffer_text(path), before)
         blobs = self.state.store.blobs
         snapshot = ev.FileSnapshot(
@@ -371,7 +411,7 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
     if not isinstance(path, str):
         return None
     try:
-        old_bytes = await workspace.read_bytes(path)
+        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
     except Exception:
         return None
     old = (old_bytes or b"").decode("utf-8", "replace")

@@ -347,14 +347,14 @@ class FakeEditor(DiskWorkspace):
     def _key(self, path: str) -> str:
         return self.relative(self.resolve(path))
 
-    async def read_bytes(self, path: str) -> bytes | None:
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
         key = self._key(path)
         if key in self.buffers:
             return self.buffers[key].encode()
-        return await super().read_bytes(path)
+        return await super().read_bytes(path, limit=limit)
 
-    async def read_disk(self, path: str) -> bytes | None:
-        return await super().read_bytes(path)
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await super().read_bytes(path, limit=limit)
 
     async def buffer_text(self, path: str) -> str | None:
         return self.buffers.get(self._key(path))

@@ -172,3 +172,25 @@ def test_ten_megabytes_are_masked_quickly_off_the_event_loop():
     assert masked.count(MASK) == 1 and len(masked) == len(text) - len(KEY) + len(MASK)
     # ~0.25 s here; the bound leaves room for a loaded CI machine
     assert took < 3.0, f"{took:.2f} s for 10 MB"
+
+
+def test_a_key_dumped_in_hex_is_masked_wrapped_spaced_and_in_either_case(registry):
+    import subprocess
+
+    raw = KEY.encode()
+    dumps = {
+        "xxd -p": subprocess.run(["xxd", "-p"], input=raw, capture_output=True).stdout.decode(),
+        "lower": raw.hex(),
+        "upper": raw.hex().upper(),
+        "od -tx1": " ".join(f"{b:02x}" for b in raw),
+        "after other bytes": (b"OPENAI_API_KEY=" + raw + b"\n").hex(),
+        "a cut": raw[:16].hex(),
+    }
+    assert "\n" in dumps["xxd -p"].strip()  # xxd wraps at 60 hex digits
+    for name, dump in dumps.items():
+        masked = registry.mask(f"dump: {dump} end")
+        assert MASK in masked, name
+        assert not any(raw[i : i + 8].hex() in masked.lower() for i in range(len(raw) - 7)), (
+            name,
+            masked,
+        )

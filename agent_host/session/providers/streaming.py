@@ -110,7 +110,7 @@ def parse_arguments(raw: str) -> dict[str, Any]:
         return {}  # models send "" for tools without parameters
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
         return {RAW_ARGUMENTS_KEY: raw}
     return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
 

@@ -89,6 +89,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list,),
 }
+_INT64 = range(-(2**63), 2**63)
 _TYPE_NAMES = {
     "string": "a string",
     "integer": "an integer",
@@ -144,6 +145,13 @@ def _check_value(field: str, schema: dict[str, Any], value: Any) -> Any:
             raise ToolError(
                 f"argument {field!r} must be {_TYPE_NAMES[kind]}, got {_json_type(value)}"
             )
+        if kind == "integer" and value not in _INT64:
+            # What every JSON library and our event log can hold; past it the model
+            # meant "all", or nothing sensible.
+            raise ToolError(
+                f"argument {field!r} is out of range: {_json_type(value)} does not fit in "
+                "64 bits; give a smaller number"
+            )
     if "minimum" in schema and value < schema["minimum"]:
         raise ToolError(f"argument {field!r} must be at least {schema['minimum']}, got {value}")
     if "maximum" in schema and value > schema["maximum"]:
@@ -156,6 +164,8 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"the number {value:.3e}" if value.bit_length() < 1000 else "a huge number"
     if isinstance(value, int | float):
         return f"the number {value!r}"
     if isinstance(value, str):

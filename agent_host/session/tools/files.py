@@ -2,6 +2,11 @@
 
 Reads go through the workspace; every change goes through ``ctx.change_file`` so
 it is in the session log before it is on disk.
+
+No file is held whole past :data:`~..limits.MAX_FILE_BYTES` (8 MiB, the size
+capture snapshots up to): a larger one is read a window at a time
+(:func:`read_large`), and is not changed at all -- its old content could not be
+snapshotted, so the change could not be undone.
 """
 
 from __future__ import annotations
@@ -9,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..errors import ToolError
+from ..errors import FileTooLarge, ToolError
+from ..limits import MAX_FILE_BYTES
 from .context import ToolContext, display_path
-from .lines import count_lines, window
+from .lines import CHUNK, count_lines, line_start, window
 from .specs import READ_DEFAULT_LINES, READ_MAX_CHARS, READ_MAX_LINE_CHARS
 
 # Undecodable bytes become lone surrogates and back, so an edit to a file that is not
@@ -19,6 +25,9 @@ from .specs import READ_DEFAULT_LINES, READ_MAX_CHARS, READ_MAX_LINE_CHARS
 _LOSSLESS = "surrogateescape"
 _SNIPPET_CONTEXT = 3
 _SNIPPET_MAX_LINES = 40
+LARGE_WINDOW = 1 << 20
+"""Of a file over the limit, read_file reads at most this much past the first line
+it shows: READ_MAX_CHARS characters of lines fit in it whatever their script."""
 
 
 def is_binary(data: bytes) -> bool:
@@ -42,8 +51,23 @@ def numbered(number: int, line: str, max_chars: int = READ_MAX_LINE_CHARS, lengt
     return f"{number:6}\t{line}"
 
 
+def too_large_to_change(shown: str, size: int) -> ToolError:
+    return ToolError(
+        f"{shown} is {size:,} bytes, more than the {MAX_FILE_BYTES >> 20} MiB the agent "
+        "snapshots before a change, so a change to it could not be undone: the file "
+        "tools do not change files this large. Ask the user to change it."
+    )
+
+
 async def _read_existing(ctx: ToolContext, path: str, shown: str, doing: str) -> bytes:
-    data = await ctx.workspace.read_bytes(path)
+    """The file's content; FileTooLarge past the limit when reading, else a ToolError
+    refusing the change."""
+    try:
+        data = await ctx.workspace.read_bytes(path, limit=MAX_FILE_BYTES)
+    except FileTooLarge as e:
+        if doing == "read":
+            raise
+        raise too_large_to_change(shown, e.size) from None
     if data is None:
         create = " (or write_file to create it)" if doing == "edit" else ""
         raise ToolError(
@@ -68,7 +92,10 @@ async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     offset: int = args.get("offset", 1)
     limit: int = args.get("limit", READ_DEFAULT_LINES)
     shown = display_path(ctx, path)
-    data = await _read_existing(ctx, path, shown, "read")
+    try:
+        data = await _read_existing(ctx, path, shown, "read")
+    except FileTooLarge as e:
+        return await read_large(ctx, path, shown, offset, limit, e.size)
     if is_binary(data):
         return f"{shown} is a binary file ({len(data):,} bytes); its content is not shown."
     if not data:
@@ -99,11 +126,68 @@ async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     return "\n".join(rows + ([""] + notes if notes else []))
 
 
+async def read_large(
+    ctx: ToolContext, path: str, shown: str, offset: int, limit: int, size: int
+) -> str:
+    """read_file of a file over MAX_FILE_BYTES: a megabyte at a time from the disk
+    to the first line shown, then one window; its lines are not counted (that is
+    reading all of it), so the note says where to read on instead."""
+    workspace = ctx.workspace
+    head = await workspace.read_range(path, 0, 8192)
+    if head is None:
+        raise ToolError(f"{shown} does not exist; use list_files to find the right path")
+    if is_binary(head):
+        return f"{shown} is a binary file ({size:,} bytes); its content is not shown."
+    start, lines_before = 0, 0
+    while lines_before < offset - 1:
+        chunk = await workspace.read_range(path, start, CHUNK)
+        if not chunk:
+            raise ToolError(f"offset {offset} is past the end of {shown}, which has fewer lines")
+        here = chunk.count(b"\n")
+        if lines_before + here >= offset - 1:
+            start += await asyncio.to_thread(line_start, chunk, offset - lines_before)
+            break
+        lines_before += here
+        start += len(chunk)
+    data = await workspace.read_range(path, start, LARGE_WINDOW) or b""
+    cut = len(data) == LARGE_WINDOW and start + len(data) < size
+    if cut and b"\n" in data:
+        data = data[: data.rindex(b"\n") + 1]  # whole lines only
+    if not data:
+        raise ToolError(f"offset {offset} is past the end of {shown}")
+    shown_lines = await asyncio.to_thread(
+        window, data, 1, limit, READ_MAX_LINE_CHARS, READ_MAX_CHARS
+    )
+    rows = [
+        numbered(offset + i, line, length=length)
+        for i, (line, length) in enumerate(zip(shown_lines.lines, shown_lines.lengths, strict=True))
+    ]
+    last = offset + len(rows) - 1
+    notes = []
+    if cut and b"\n" not in data:
+        notes.append(f"[line {offset} runs on past {LARGE_WINDOW:,} bytes; its start is shown]")
+    if shown_lines.replaced:
+        notes.append("[the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
+    if len(rows) <= data.count(b"\n"):
+        end = start + await asyncio.to_thread(line_start, data, len(rows) + 1)
+    else:
+        end = start + len(data)  # the last line, with no line break after it
+    if end < size or cut:
+        notes.append(
+            f"[showing lines {offset}-{last} of {shown}, {size:,} bytes: over "
+            f"{MAX_FILE_BYTES:,}, so its lines are not counted; read on with offset={last + 1}]"
+        )
+    return "\n".join(rows + ([""] + notes if notes else []))
+
+
 async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     path, content = args["path"], args["content"]
     shown = display_path(ctx, path)
     data = _encode(content, "content")
-    before = await ctx.workspace.read_bytes(path)
+    try:
+        before = await ctx.workspace.read_bytes(path, limit=MAX_FILE_BYTES)
+    except FileTooLarge as e:
+        raise too_large_to_change(shown, e.size) from None
     if before == data:
         return f"{shown} already has exactly this content; nothing changed."
     await ctx.change_file(shown, data)

@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from ..errors import PathOutsideWorkspace, ToolError
+from ..errors import FileTooLarge, PathOutsideWorkspace, ToolError
+from ..limits import MAX_FILE_BYTES
 from .context import ToolContext
 from .files import is_binary, split_lines
 from .regex import PythonPattern, Re2Pattern, compile_pattern
@@ -85,12 +86,16 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> str:
         files = files[:GREP_MAX_FILES]
         notes.append(f"[searched only the first {GREP_MAX_FILES:,} files; narrow path or glob]")
     matches: list[str] = []
+    too_large: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
         if isinstance(compiled, PythonPattern):
             await stack.enter_async_context(compiled)
         for name in files:
             try:
-                data = await ctx.workspace.read_bytes(name)
+                data = await ctx.workspace.read_bytes(name, limit=MAX_FILE_BYTES)
+            except FileTooLarge:
+                too_large.append(name)  # a data file, not source: said, not searched
+                continue
             except (ToolError, PathOutsideWorkspace, OSError):
                 continue  # vanished, unreadable or not a regular file: not worth failing over
             if not data or is_binary(data):
@@ -104,9 +109,17 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> str:
                     "path or glob]"
                 )
                 break
+    if too_large:
+        names = ", ".join(too_large[:5])
+        if len(too_large) > 5:
+            names += f" and {len(too_large) - 5:,} more"
+        notes.append(
+            f"[not searched, being over {MAX_FILE_BYTES:,} bytes: {names}; read_file reads "
+            "such a file a window at a time]"
+        )
     if not matches:
         scope = f" (glob {glob!r})" if glob else ""
-        return f"No matches for {pattern!r}{where}{scope}." + ("\n" + notes[0] if notes else "")
+        return f"No matches for {pattern!r}{where}{scope}." + "".join("\n" + n for n in notes)
     return "\n".join(matches + ([""] + notes if notes else []))
 
 

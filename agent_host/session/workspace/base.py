@@ -49,15 +49,21 @@ class Workspace(Protocol):
         """The display path events and tool output use for ``path``."""
         ...
 
-    async def read_bytes(self, path: str) -> bytes | None:
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
         """The file's content, None if it does not exist; ToolError for a directory.
 
         What the user sees: in an editor, an open buffer's text, unsaved edits included.
+        ``limit``: FileTooLarge, having read nothing, for content over that many bytes.
         """
         ...
 
-    async def read_disk(self, path: str) -> bytes | None:
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
         """The file's content as saved on disk, whatever an editor buffer shows."""
+        ...
+
+    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
+        """Up to ``size`` bytes of the file on disk from byte ``start`` (fewer at its
+        end), None if it does not exist: a file too large to hold, a piece at a time."""
         ...
 
     async def buffer_text(self, path: str) -> str | None:

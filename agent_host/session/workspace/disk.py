@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..blobs import blob_id
 from ..environment import EnvironmentPolicy
-from ..errors import FileChanged, PathChanged, PathOutsideWorkspace, ToolError
+from ..errors import FileChanged, FileTooLarge, PathChanged, PathOutsideWorkspace, ToolError
 from .base import CommandResult, IfContent
 from .dirfd import (
     fsync_folder,
@@ -83,14 +83,19 @@ class DiskWorkspace:
     # wait behind other threads' fsyncs (a restore writes files in parallel), and
     # would hold the event loop meanwhile.
 
-    async def read_bytes(self, path: str) -> bytes | None:
-        return await asyncio.to_thread(self._read, path)
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await asyncio.to_thread(self._read, path, limit)
 
-    def _read(self, path: str) -> bytes | None:
-        return _read_file(self.roots, self.resolve(path), path)
+    def _read(self, path: str, limit: int | None = None) -> bytes | None:
+        return _read_file(self.roots, self.resolve(path), path, limit)
 
-    async def read_disk(self, path: str) -> bytes | None:
-        return await self.read_bytes(path)
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await DiskWorkspace.read_bytes(self, path, limit=limit)
+
+    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
+        return await asyncio.to_thread(
+            lambda: _read_file(self.roots, self.resolve(path), path, size, start)
+        )
 
     async def buffer_text(self, path: str) -> str | None:
         return None  # no editor: no buffers
@@ -166,7 +171,11 @@ def _check_regular(st: os.stat_result, shown: str) -> None:
 # for a symlink before the file is touched.
 
 
-def _read_file(roots: list[Path], real: Path, shown: str) -> bytes | None:
+def _read_file(
+    roots: list[Path], real: Path, shown: str, limit: int | None = None, start: int | None = None
+) -> bytes | None:
+    """The file's content; with ``start``, at most ``limit`` bytes from there; else
+    FileTooLarge if it holds more than ``limit``."""
     root, folders, name = split_under(roots, real)
     try:
         with open_folder(root, folders, shown, "read") as folder:
@@ -180,8 +189,18 @@ def _read_file(roots: list[Path], real: Path, shown: str) -> bytes | None:
     except (FileNotFoundError, NotADirectoryError):
         return None  # a folder on the way is missing or is a file: no such file
     with os.fdopen(fd, "rb") as f:
-        _check_regular(os.fstat(f.fileno()), shown)  # swapped after the stat?
-        return f.read()
+        st = os.fstat(f.fileno())
+        _check_regular(st, shown)  # swapped after the stat?
+        if start is not None:
+            return os.pread(f.fileno(), limit or 0, start)
+        if limit is None:
+            return f.read()
+        if st.st_size > limit:
+            raise FileTooLarge(shown, st.st_size, limit)
+        data = f.read(limit + 1)
+        if len(data) > limit:  # grew since the fstat
+            raise FileTooLarge(shown, os.fstat(f.fileno()).st_size, limit)
+        return data
 
 
 def _write_atomic(
