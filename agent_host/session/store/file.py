@@ -567,6 +567,14 @@ class FileCheckpointer(StoreBase):
                             self._index.deleted(session_id)
                     continue
                 state, _ = self._sync(session_id, fd, repair=repair)
+                if state.summary.head == 0:
+                    # A new session's first append that died before its write (a
+                    # fork, say): nothing was appended, so there is no session.
+                    sessions.pop(session_id, None)
+                    with self._repairing(f"record {session_id!r} never made"):
+                        with self._index.writing():
+                            self._index.deleted(session_id)
+                    continue
                 sessions[session_id] = state.summary.info(session_id)
                 with self._repairing(f"record {session_id!r}"):
                     with self._index.writing():
