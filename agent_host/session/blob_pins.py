@@ -110,7 +110,8 @@ class FilePins:
         temp = self.folder / f".{holder}.new"
         while True:
             try:
-                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self.folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self.folder.mkdir(mode=0o700, exist_ok=True)
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
             except OSError as exc:
                 raise store_unavailable(self.folder, "pin snapshots in", exc) from exc

@@ -115,10 +115,12 @@ class BlobStore(Protocol):
         ...
 
     async def pin(self, holder: str, blobs: Collection[str]) -> bool:
-        """Keep ``blobs`` from gc for as long as ``holder`` (see new_holder) lives, and
-        mark them touched now. Whether every earlier pin of ``holder`` still stands:
-        False on its first pin, and when its pins lapsed (then pin all it relies on
-        again, and check with :meth:`missing` that each is still stored)."""
+        """Keep ``blobs`` (stored or touched within gc's grace period: pin what was
+        just put) from gc for as long as ``holder`` (see new_holder) lives. Whether
+        every earlier pin of ``holder`` still stands: False on its first pin, and when
+        its pins lapsed (then pin all it relies on again, and check with
+        :meth:`missing` that each is still stored: a store whose pins can lapse
+        touches what it pins, so a gc under way spares it)."""
         ...
 
     async def release(self, holder: str) -> None:
@@ -245,13 +247,9 @@ class FileBlobStore:
         return await asyncio.to_thread(lambda: {b for b in blobs if not self._path(b).exists()})
 
     async def pin(self, holder: str, blobs: Collection[str]) -> bool:
-        def pin() -> bool:
-            for blob in blobs:
-                with suppress(FileNotFoundError):
-                    os.utime(self._path(blob))
-            return self._pins.pin(holder, blobs)
-
-        return await asyncio.to_thread(pin)
+        # No touch needed: these pins never lapse while their holder lives, and a
+        # blob is pinned just after it was stored, which touched it.
+        return await asyncio.to_thread(self._pins.pin, holder, blobs)
 
     async def release(self, holder: str) -> None:
         await asyncio.to_thread(self._pins.release, holder)

@@ -117,3 +117,32 @@ class _Lapsing(MemoryBlobStore):
 
     def lapse(self) -> None:
         self._pins = type(self._pins)()
+
+
+async def test_postgres_pins_that_expired_are_renewed_and_checked(tmp_path, request, monkeypatch):
+    """An index idle past its pins' lifetime: gc (another process) drops them and
+    takes its blobs; the next command's refresh notices, and reads the file again."""
+    from agent_host.session.store import postgres_blobs
+
+    monkeypatch.setattr(postgres_blobs, "PIN_LIFETIME", 1.0)
+    backend = make_backend("postgres", tmp_path, request)
+    store = backend.open()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    keep = ws / "keep.txt"
+    keep.write_text("first\n")
+    old = time.time() - 3600
+    os.utime(keep, (old, old))
+    index = WorkspaceIndex([ws], store.blobs)
+    try:
+        await index.refresh()
+        time.sleep(1.5)  # the pins' lifetime, with no pass to renew them
+        age_blobs(backend.url, tmp_path)
+        assert gc_in_another_process(backend.url).startswith("removed 1 snapshots")
+        await index.refresh()
+        keep.write_text("second\n")
+        (change,) = (await index.changes()).changes
+        assert await store.blobs.get(change.before) == b"first\n"
+    finally:
+        await index.close()
+        await backend.close_all()

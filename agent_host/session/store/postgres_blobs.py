@@ -33,6 +33,8 @@ class PostgresBlobStore:
     def __init__(self, pool: Pool, target: Target) -> None:
         self._pool = pool
         self._where = target.url
+        self._renewed: dict[str, float] = {}
+        """When each holder of this process last pushed its pins' expiry on."""
 
         def q(text: str) -> sql.Composed:
             return sql.SQL(text).format(s=sql.Identifier(target.schema))
@@ -136,6 +138,8 @@ class PostgresBlobStore:
 
     def _pin_rows(self, holder: str, blobs: list[str]) -> bool:
         now = time.time()
+        if not blobs and now - self._renewed.get(holder, -PIN_LIFETIME) < PIN_LIFETIME / 4:
+            return True  # renewed lately: no gc can have dropped them yet
         with self._pool.connection("pin snapshots in") as conn:
             known = conn.execute(self._renew, (now + PIN_LIFETIME, holder)).rowcount == 1
             if not known:
@@ -143,10 +147,12 @@ class PostgresBlobStore:
             if blobs:
                 conn.execute(self._pin, (holder, blobs))
                 conn.execute(self._touch_all, (now, blobs))
+        self._renewed[holder] = now
         return known
 
     async def release(self, holder: str) -> None:
         def release() -> None:
+            self._renewed.pop(holder, None)
             with self._pool.connection("release pins in") as conn:
                 conn.execute(self._release, (holder,))
 

@@ -53,16 +53,8 @@ class SqliteBlobStore:
         return set(wanted) - found
 
     async def pin(self, holder: str, blobs: Collection[str]) -> bool:
-        return await asyncio.to_thread(self._pin, holder, list(blobs))
-
-    def _pin(self, holder: str, blobs: list[str]) -> bool:
-        if blobs:
-            with self._store._transaction() as db:
-                db.executemany(
-                    "UPDATE blobs SET touched_at = ? WHERE id = ?",
-                    [(time.time(), blob) for blob in blobs],
-                )
-        return self._pins.pin(holder, blobs)
+        # No touch (a commit) needed: these pins never lapse while their holder lives.
+        return await asyncio.to_thread(self._pins.pin, holder, blobs)
 
     async def release(self, holder: str) -> None:
         await asyncio.to_thread(self._pins.release, holder)
