@@ -95,9 +95,10 @@ class BlobStore(Protocol):
         they no longer hash to ``blob``."""
         ...
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         """:meth:`put` for each of ``datas`` in one go (one thread hop, one
-        transaction): a restore stores the current content of every file it changes."""
+        transaction): a restore stores the current content of every file it changes.
+        ``pin``: a holder to :meth:`pin` them for, in the same step."""
         ...
 
     async def read_checked(
@@ -153,9 +154,15 @@ class FileBlobStore:
         except OSError as exc:  # a full or read-only disk: typed, with where and why
             raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
+        def put_many() -> list[str]:
+            blobs = self._put_many([bytes(d) for d in datas])
+            if pin is not None:
+                self._pins.pin(pin, blobs)
+            return blobs
+
         try:
-            return await asyncio.to_thread(self._put_many, [bytes(d) for d in datas])
+            return await asyncio.to_thread(put_many)
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
 
@@ -354,8 +361,11 @@ class MemoryBlobStore:
     async def release(self, holder: str) -> None:
         self._pins.release(holder)
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
-        return [await self.put(data) for data in datas]
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
+        blobs = [await self.put(data) for data in datas]
+        if pin is not None:
+            self._pins.pin(pin, blobs)
+        return blobs
 
     async def read_checked(
         self, blobs: Iterable[str], keep_bytes: int

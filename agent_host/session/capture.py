@@ -251,9 +251,9 @@ class WorkspaceIndex:
             for batch in _batches(plan.reads):
                 results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
                 datas = [data for _, _, data in results if data is not None]
-                stored = await self._blobs.put_many(datas) if datas else []
-                await self._pin(stored)
-                ids = iter(stored)
+                # Pinned as they are stored: in PostgreSQL, in the same transaction.
+                ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
+                self._pinned = True
                 found.extend(
                     (item, sig, None if data is None else next(ids)) for item, sig, data in results
                 )

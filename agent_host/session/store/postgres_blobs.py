@@ -18,7 +18,7 @@ import hashlib
 import time
 from collections.abc import Collection, Iterable, Sequence, Set
 
-from psycopg import sql
+from psycopg import Connection, sql
 
 from ..blobs import GcResult, blob_id, check_blob_id, verified
 from ..errors import BlobCorrupt, BlobNotFound
@@ -35,6 +35,8 @@ class PostgresBlobStore:
         self._where = target.url
         self._renewed: dict[str, float] = {}
         """When each holder of this process last pushed its pins' expiry on."""
+        self._lapsed: set[str] = set()
+        """Holders whose pins a gc dropped, found out by a put_many that pinned."""
 
         def q(text: str) -> sql.Composed:
             return sql.SQL(text).format(s=sql.Identifier(target.schema))
@@ -76,14 +78,16 @@ class PostgresBlobStore:
     async def put(self, data: bytes) -> str:
         return (await self.put_many([data]))[0]
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         items = [(blob_id(d), bytes(d)) for d in datas]
-        await asyncio.to_thread(self._put, dict(items))
+        await asyncio.to_thread(self._put, dict(items), pin)
         return [blob for blob, _ in items]
 
-    def _put(self, new: dict[str, bytes]) -> None:
+    def _put(self, new: dict[str, bytes], pin: str | None = None) -> None:
         now = time.time()
         with self._pool.connection("store a snapshot in") as conn:
+            if pin is not None:  # first, as a pin and gc lock the holder's row first
+                self._hold_row(conn, pin, now)
             # In id order: two hosts storing the same blobs lock their rows alike.
             for blob in sorted(new):
                 data = new[blob]
@@ -97,6 +101,10 @@ class PostgresBlobStore:
                                 for n, at in enumerate(range(0, max(len(data), 1), CHUNK))
                             ],
                         )
+            if pin is not None and new:
+                conn.execute(self._pin, (pin, sorted(new)))
+        if pin is not None:
+            self._renewed[pin] = now
 
     async def get(self, blob: str) -> bytes:
         check_blob_id(blob)
@@ -138,21 +146,35 @@ class PostgresBlobStore:
 
     def _pin_rows(self, holder: str, blobs: list[str]) -> bool:
         now = time.time()
-        if not blobs and now - self._renewed.get(holder, -PIN_LIFETIME) < PIN_LIFETIME / 4:
+        lapsed = holder in self._lapsed
+        if not (blobs or lapsed) and now - self._renewed.get(holder, -PIN_LIFETIME) < (
+            PIN_LIFETIME / 4
+        ):
             return True  # renewed lately: no gc can have dropped them yet
         with self._pool.connection("pin snapshots in") as conn:
-            known = conn.execute(self._renew, (now + PIN_LIFETIME, holder)).rowcount == 1
-            if not known:
-                conn.execute(self._hold, (holder, now + PIN_LIFETIME))
+            known = self._hold_row(conn, holder, now)
             if blobs:
                 conn.execute(self._pin, (holder, blobs))
                 conn.execute(self._touch_all, (now, blobs))
         self._renewed[holder] = now
+        self._lapsed.discard(holder)
+        return known and not lapsed
+
+    def _hold_row(self, conn: Connection, holder: str, now: float) -> bool:
+        """Push the holder's expiry on (creating its row); whether it had one. A
+        holder this process had pinned for and whose row gc dropped is noted as
+        lapsed, for its next pin to say so."""
+        known = conn.execute(self._renew, (now + PIN_LIFETIME, holder)).rowcount == 1
+        if not known:
+            conn.execute(self._hold, (holder, now + PIN_LIFETIME))
+            if holder in self._renewed:
+                self._lapsed.add(holder)
         return known
 
     async def release(self, holder: str) -> None:
         def release() -> None:
             self._renewed.pop(holder, None)
+            self._lapsed.discard(holder)
             with self._pool.connection("release pins in") as conn:
                 conn.execute(self._release, (holder,))
 
@@ -204,7 +226,10 @@ class PostgresBlobStore:
             conn.execute(self._lapse, (now,))
             pinned = {b for (b,) in conn.execute(self._pinned).fetchall()}
             rows = conn.execute(self._all).fetchall()
-            dead = [b for b, _, t in rows if b not in referenced and b not in pinned and t < cutoff]
+            # In id order, as put and pin lock rows: no deadlock with them.
+            dead = sorted(
+                b for b, _, t in rows if b not in referenced and b not in pinned and t < cutoff
+            )
             sizes = (
                 [n for (n,) in conn.execute(self._drop, (dead, cutoff)).fetchall()] if dead else []
             )

@@ -34,10 +34,17 @@ class SqliteBlobStore:
         await asyncio.to_thread(self._put, blob, bytes(data))
         return blob
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         rows = [(blob_id(d), bytes(d)) for d in datas]
-        await asyncio.to_thread(self._put_rows, rows)
-        return [blob for blob, _ in rows]
+        blobs = [blob for blob, _ in rows]
+
+        def put_many() -> None:
+            self._put_rows(rows)
+            if pin is not None:
+                self._pins.pin(pin, blobs)
+
+        await asyncio.to_thread(put_many)
+        return blobs
 
     async def missing(self, blobs: Collection[str]) -> set[str]:
         wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
