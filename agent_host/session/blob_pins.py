@@ -68,9 +68,13 @@ class FilePins:
             fd = self._held.pop(holder, None)
             if fd is None:
                 return
-            with suppress(FileNotFoundError):
-                os.unlink(self._path(holder))
-            os.close(fd)
+            try:
+                with suppress(FileNotFoundError):
+                    os.unlink(self._path(holder))
+            except OSError as exc:  # left for gc, which removes a dead holder's file
+                raise store_unavailable(self._path(holder), "release pins in", exc) from exc
+            finally:
+                os.close(fd)
 
     def live(self) -> set[str]:
         """Every blob a live holder pinned; a dead holder's file is removed."""

@@ -40,7 +40,7 @@ from .capture_walk import (
     is_regular,
     sig_of,
 )
-from .errors import PathOutsideWorkspace
+from .errors import PathOutsideWorkspace, StoreUnavailable
 from .workspace.paths import relative_in_roots
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,11 @@ class WorkspaceIndex:
             await asyncio.gather(task, return_exceptions=True)
         if self._pinned:
             self._pinned = False
-            await self._blobs.release(self._holder)
+            try:
+                await self._blobs.release(self._holder)
+            except StoreUnavailable as exc:
+                # Closing goes on: a dead holder's pins are dropped by gc or expire.
+                log.warning("the workspace index's pins stay until gc drops them: %s", exc)
 
     async def _indexed_once(self) -> None:
         if self._indexed:
