@@ -4,7 +4,8 @@ A blob's id is the sha256 of its bytes, so the same content is stored once howev
 many snapshots refer to it. Writes are atomic: a blob is whole or absent. Blobs no
 event refers to are removed by :func:`agent_host.session.store.collect_garbage`,
 which spares any blob touched within a grace period so that a snapshot written
-just before its event is never collected in between.
+just before its event is never collected in between, and any blob a live holder
+pinned (the workspace index's, see :mod:`.blob_pins`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
 import attrs
 
+from .blob_pins import FilePins, MemoryPins
 from .durable import write_atomically
 from .errors import BlobCorrupt, BlobNotFound, store_unavailable
 
@@ -93,9 +95,10 @@ class BlobStore(Protocol):
         they no longer hash to ``blob``."""
         ...
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         """:meth:`put` for each of ``datas`` in one go (one thread hop, one
-        transaction): a restore stores the current content of every file it changes."""
+        transaction): a restore stores the current content of every file it changes.
+        ``pin``: a holder to :meth:`pin` them for, in the same step."""
         ...
 
     async def read_checked(
@@ -108,16 +111,38 @@ class BlobStore(Protocol):
 
     async def exists(self, blob: str) -> bool: ...
 
+    async def missing(self, blobs: Collection[str]) -> set[str]:
+        """Those of ``blobs`` that are not stored."""
+        ...
+
+    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
+        """Keep ``blobs`` (stored or touched within gc's grace period: pin what was
+        just put) from gc for as long as ``holder`` (see new_holder) lives. Whether
+        every earlier pin of ``holder`` still stands: False on its first pin, and when
+        its pins lapsed (then pin all it relies on again, and check with
+        :meth:`missing` that each is still stored: a store whose pins can lapse
+        touches what it pins, so a gc under way spares it)."""
+        ...
+
+    async def release(self, holder: str) -> None:
+        """Drop the pins of ``holder``."""
+        ...
+
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        """Remove blobs not in ``referenced`` and untouched for ``grace_seconds``."""
+        """Remove blobs not in ``referenced``, not pinned by a live holder and
+        untouched for ``grace_seconds``."""
         ...
 
 
 class FileBlobStore:
-    """Blobs as files ``<root>/<first 2 hex>/<rest>``, written by temp file + rename."""
+    """Blobs as files ``<root>/<first 2 hex>/<rest>``, written by temp file + rename;
+    pins (see blob_pins) in ``pins``, by default ``<root>.pins`` beside it."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], pins: str | os.PathLike[str] | None = None
+    ) -> None:
         self.root = Path(root)
+        self._pins = FilePins(Path(pins) if pins else self.root.with_name(f"{self.root.name}.pins"))
 
     def _path(self, blob: str) -> Path:
         check_blob_id(blob)
@@ -129,9 +154,15 @@ class FileBlobStore:
         except OSError as exc:  # a full or read-only disk: typed, with where and why
             raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
+        def put_many() -> list[str]:
+            blobs = self._put_many([bytes(d) for d in datas])
+            if pin is not None:
+                self._pins.pin(pin, blobs)
+            return blobs
+
         try:
-            return await asyncio.to_thread(self._put_many, [bytes(d) for d in datas])
+            return await asyncio.to_thread(put_many)
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "store a snapshot in", exc) from exc
 
@@ -219,6 +250,17 @@ class FileBlobStore:
     async def exists(self, blob: str) -> bool:
         return await asyncio.to_thread(self._path(blob).exists)
 
+    async def missing(self, blobs: Collection[str]) -> set[str]:
+        return await asyncio.to_thread(lambda: {b for b in blobs if not self._path(b).exists()})
+
+    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
+        # No touch needed: these pins never lapse while their holder lives, and a
+        # blob is pinned just after it was stored, which touched it.
+        return await asyncio.to_thread(self._pins.pin, holder, blobs)
+
+    async def release(self, holder: str) -> None:
+        await asyncio.to_thread(self._pins.release, holder)
+
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         try:
             return await asyncio.to_thread(self._gc, referenced, grace_seconds)
@@ -230,6 +272,9 @@ class FileBlobStore:
         cutoff = time.time() - grace_seconds
         if not self.root.is_dir():
             return GcResult(0, 0, 0)
+        # After the cutoff: a blob pinned once this has read the pins was stored or
+        # touched since, and the grace period spares it.
+        referenced = referenced | self._pins.live()
         for prefix in os.scandir(self.root):
             if not prefix.is_dir() or len(prefix.name) != 2:
                 continue
@@ -286,6 +331,7 @@ def _sync_filesystem(folder: Path, syncfs: Callable[[int], int]) -> None:
 class MemoryBlobStore:
     def __init__(self) -> None:
         self._blobs: dict[str, tuple[bytes, float]] = {}
+        self._pins = MemoryPins()
 
     async def put(self, data: bytes) -> str:
         blob = blob_id(data)
@@ -302,8 +348,24 @@ class MemoryBlobStore:
     async def exists(self, blob: str) -> bool:
         return check_blob_id(blob) in self._blobs
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
-        return [await self.put(data) for data in datas]
+    async def missing(self, blobs: Collection[str]) -> set[str]:
+        return {b for b in blobs if b not in self._blobs}
+
+    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
+        now = time.time()
+        for blob in blobs:
+            if blob in self._blobs:
+                self._blobs[blob] = (self._blobs[blob][0], now)
+        return self._pins.pin(holder, blobs)
+
+    async def release(self, holder: str) -> None:
+        self._pins.release(holder)
+
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
+        blobs = [await self.put(data) for data in datas]
+        if pin is not None:
+            self._pins.pin(pin, blobs)
+        return blobs
 
     async def read_checked(
         self, blobs: Iterable[str], keep_bytes: int
@@ -316,6 +378,7 @@ class MemoryBlobStore:
 
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         cutoff = time.time() - grace_seconds
+        referenced = referenced | self._pins.live()
         dead = [b for b, (_, t) in self._blobs.items() if b not in referenced and t < cutoff]
         freed = sum(len(self._blobs[b][0]) for b in dead)
         for b in dead:

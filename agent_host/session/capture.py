@@ -8,6 +8,11 @@ content a file had before a command is already in the blob store when the comman
 changes it; :meth:`WorkspaceIndex.changes` after the command lstats every entry and
 reads only the files whose stat moved.
 
+The blobs the index holds are pinned (see blob_pins): most are of files no event
+refers to, and a gc -- here or in another process -- must not take the content a
+command is about to overwrite. Should the pins lapse, the index checks its blobs
+before it trusts them again, and reads anew a file whose blob is gone.
+
 A shadow git commit per checkpoint would find the same changes, but it compresses
 and writes every file of the workspace the first time and walks it all each time;
 here an unchanged file costs one lstat.
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import attrs
 
+from .blob_pins import new_holder
 from .blobs import BlobStore
 from .capture_walk import (
     Sig,
@@ -34,7 +40,7 @@ from .capture_walk import (
     is_regular,
     sig_of,
 )
-from .errors import PathOutsideWorkspace
+from .errors import PathOutsideWorkspace, StoreUnavailable
 from .limits import MAX_FILE_BYTES  # files past it: indexed by stat, in not_captured
 from .workspace.paths import relative_in_roots
 
@@ -167,6 +173,9 @@ class WorkspaceIndex:
         self._plan_lock = threading.Lock()
         self._first: asyncio.Task[CapturedChanges] | None = None
         self._indexed = False
+        self._holder = new_holder()
+        self._pinned = False
+        self._lapsed = False
 
     def start(self) -> None:
         """Begin the first index in a background task, if not begun already."""
@@ -201,11 +210,18 @@ class WorkspaceIndex:
         self._stale.add(shown)
 
     async def close(self) -> None:
-        """Cancel the first index if it is still running."""
+        """Cancel the first index if it is still running; let go of its pins."""
         task, self._first = self._first, None
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if self._pinned:
+            self._pinned = False
+            try:
+                await self._blobs.release(self._holder)
+            except StoreUnavailable as exc:
+                # Closing goes on: a dead holder's pins are dropped by gc or expire.
+                log.warning("the workspace index's pins stay until gc drops them: %s", exc)
 
     async def _indexed_once(self) -> None:
         if self._indexed:
@@ -227,13 +243,16 @@ class WorkspaceIndex:
 
     async def _pass(self, report: bool) -> CapturedChanges:
         async with self._lock:
+            await self._keep_pinned()
             stale = frozenset(self._stale)
             plan = await asyncio.to_thread(self._plan, stale, report)
             found: list[tuple[_Read, Sig | None, str | None]] = []
             for batch in _batches(plan.reads):
                 results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
                 datas = [data for _, _, data in results if data is not None]
-                ids = iter(await self._blobs.put_many(datas) if datas else ())
+                # Pinned as they are stored: in PostgreSQL, in the same transaction.
+                ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
+                self._pinned = True
                 found.extend(
                     (item, sig, None if data is None else next(ids)) for item, sig, data in results
                 )
@@ -267,6 +286,28 @@ class WorkspaceIndex:
                 return CapturedChanges([], [])
             plan.changes.sort(key=lambda c: c.path)
             return CapturedChanges(plan.changes, sorted(set(plan.not_captured)))
+
+    async def _pin(self, blobs: list[str]) -> None:
+        if not await self._blobs.pin(self._holder, blobs) and self._pinned:
+            self._lapsed = True
+        self._pinned = True
+
+    async def _keep_pinned(self) -> None:
+        """Renew the pins. If they lapsed (an idle PostgreSQL holder's expire), pin
+        again every blob the index holds, and forget those gc took meanwhile: their
+        files are read again, while their stat still says what the blob held."""
+        await self._pin([])
+        if not self._lapsed:
+            return
+        held = {blob for _, blob in self._files.values() if blob is not None}
+        await self._blobs.pin(self._holder, held)
+        gone = await self._blobs.missing(held)
+        for path, (sig, blob) in list(self._files.items()):
+            if blob in gone:
+                self._files[path] = (sig, None)
+        self._lapsed = False
+        if gone:
+            log.warning("%d snapshots the workspace index held were collected", len(gone))
 
     def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
         """Walk, and diff the walk against the index (on a worker thread)."""

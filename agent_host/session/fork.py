@@ -22,7 +22,12 @@ def forked_events(timeline: list[ev.Event], upto: int | None) -> list[ev.Event]:
     session_started is 1), before the event at ``upto`` or all of them."""
     kept: list[ev.Event] = []
     renumber: dict[int, int] = {}
-    left_alone = {e.intent_seq: set(e.kept) for e in timeline if type(e) is ev.RestoreApplied}
+    # What each restore left as it was: its conflicts, known from its intent (one
+    # still being written has no RestoreApplied yet), and the files it found changed.
+    left_alone = {e.seq: set(e.conflicts or ()) for e in timeline if type(e) is ev.Restore}
+    for e in timeline:
+        if type(e) is ev.RestoreApplied:
+            left_alone.setdefault(e.intent_seq, set()).update(e.kept)
     intent = 0
     for event in timeline:
         if upto is not None and event.seq >= upto:

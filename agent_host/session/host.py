@@ -170,10 +170,13 @@ class AgentHost:
     ) -> str:
         """A new session with the conversation (and file history) of ``session_id``
         up to just before the prompt at ``seq`` -- or all of it; the source is
-        untouched. CheckpointNotFound for a seq that is not a prompt."""
+        untouched. CheckpointNotFound for a seq that is not a prompt.
+
+        The source is only read: no lease is taken and no unfinished restore of it
+        is finished here, as that restore may be running in another window."""
         from .fork import forked_events
 
-        state = await self._settled(self._sid(session_id))
+        state = await self._state(self._sid(session_id))
         if seq is not None:
             prompts = [c.seq for c in checkpoints(state.timeline)]
             if seq not in prompts:

@@ -1,4 +1,4 @@
-"""Killing a restore or an undo before each of its durable steps, one run per step.
+"""Killing a restore, an undo or a fork before each of its durable steps, one run per step.
 
 Run as a process (``python -m tests.session.crash_points``) that reads one JSON
 job per line on stdin and answers one JSON line per job on stdout. Each job is
@@ -65,28 +65,38 @@ class _CountedConnection:
         return getattr(self._conn, name)
 
 
-async def _run(job: dict, counter: _Counter) -> None:
+async def _run(job: dict, counter: _Counter) -> object:
     host = AgentHost(store=job["store"], workdir=job["workspace"], auto_compact=None)
     if isinstance(host.store, SqliteCheckpointer):
         host.store._conn = _CountedConnection(host.store._conn, counter)  # see the class
     _install(counter)
     if job["op"] == "restore":
-        await host.restore(job["session"], job["seq"])
+        result = await host.restore(job["session"], job["seq"])
+    elif job["op"] == "fork":
+        result = await host.fork(job["session"])
     else:
-        await host.undo_restore(job["session"])
+        result = await host.undo_restore(job["session"])
     await host.close()
+    return result
+
+
+def _summary(result: object) -> object:
+    """What the parent checks of an operation's result (a fork: the new id)."""
+    if isinstance(result, str):
+        return result
+    return {"restored": len(result.restored_files), "conflicts": result.conflicts}
 
 
 def _child(job: dict) -> None:
     counter = _Counter(job["kill_at"])
     try:
-        asyncio.run(_run(job, counter))
+        result = asyncio.run(_run(job, counter))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, then exit
         with open(job["report"], "w") as f:
             json.dump({"error": f"{type(exc).__name__}: {exc}"}, f)
         os._exit(1)
     with open(job["report"], "w") as f:
-        json.dump({"steps": counter.steps}, f)
+        json.dump({"steps": counter.steps, "result": _summary(result)}, f)
     os._exit(0)
 
 

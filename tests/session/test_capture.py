@@ -380,9 +380,9 @@ class _Recording:
         self.inner = inner
         self.batches: list[int] = []
 
-    async def put_many(self, datas):
+    async def put_many(self, datas, pin=None):
         self.batches.append(sum(len(d) for d in datas))
-        return await self.inner.put_many(datas)
+        return await self.inner.put_many(datas, pin)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -435,10 +435,10 @@ class _Slow:
         self.entered = asyncio.Event()
         self.go = asyncio.Event()
 
-    async def put_many(self, datas):
+    async def put_many(self, datas, pin=None):
         self.entered.set()
         await self.go.wait()
-        return await self.inner.put_many(datas)
+        return await self.inner.put_many(datas, pin)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

@@ -44,7 +44,8 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     """Remove blobs that no event of any session (truncated ones included) refers to.
 
     Blobs stored within ``grace_seconds`` are kept whatever happens: a snapshot is
-    stored just before the event that refers to it is appended.
+    stored just before the event that refers to it is appended. So are blobs a live
+    holder pinned (see blob_pins): a workspace index's, in this process or another.
     """
     referenced: set[str] = set()
     for info in await store.list():

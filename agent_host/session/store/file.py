@@ -9,6 +9,7 @@ Layout under the store's root (folders 0700, files 0600)::
     snapshots/<id>.snap    the resume snapshot, a cache (see file_snapshot)
     index.jsonl            the session index (see file_index)
     blobs/                 file snapshots (see blobs)
+    pins/<holder>.pins     blobs a live workspace index holds, kept from gc (blob_pins)
 
 Every operation on a session holds its lock, so readers see whole appends and
 writers in several processes take turns. ``append`` returns after fdatasync. A
@@ -99,7 +100,7 @@ class FileCheckpointer(StoreBase):
         self._sessions_dir = os.path.join(self.root, "sessions")
         self._locks_dir = os.path.join(self.root, "locks")
         self._made_dirs = False
-        self.blobs = FileBlobStore(self.root / "blobs")
+        self.blobs = FileBlobStore(self.root / "blobs", self.root / "pins")
         self._index = SessionIndex(self.root)
         self._states: dict[str, LogState] = {}
         self._pacer = SyncPacer()
@@ -566,6 +567,14 @@ class FileCheckpointer(StoreBase):
                             self._index.deleted(session_id)
                     continue
                 state, _ = self._sync(session_id, fd, repair=repair)
+                if state.summary.head == 0:
+                    # A new session's first append that died before its write (a
+                    # fork, say): nothing was appended, so there is no session.
+                    sessions.pop(session_id, None)
+                    with self._repairing(f"record {session_id!r} never made"):
+                        with self._index.writing():
+                            self._index.deleted(session_id)
+                    continue
                 sessions[session_id] = state.summary.info(session_id)
                 with self._repairing(f"record {session_id!r}"):
                     with self._index.writing():

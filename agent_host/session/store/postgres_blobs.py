@@ -4,6 +4,11 @@ A blob is a row in ``blobs`` (its sha256, size, last touch) and its bytes in
 ``blob_chunks``, 1 MiB a row: a large snapshot is written and read a chunk at a
 time, never as one huge value, and every read checks the bytes against the id.
 Known content is not written again: the upsert that touches its row says so.
+
+A holder's pins (see session.blob_pins) are rows of ``blob_pins`` under its row in
+``blob_holders``, whose expiry each pin pushes :data:`PIN_LIFETIME` on: a holder on
+another host cannot be watched, so a dead one's pins lapse, and a live one that was
+idle that long finds out at its next pin.
 """
 
 from __future__ import annotations
@@ -11,21 +16,27 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Collection, Iterable, Sequence, Set
 
-from psycopg import sql
+from psycopg import Connection, sql
 
 from ..blobs import GcResult, blob_id, check_blob_id, verified
 from ..errors import BlobCorrupt, BlobNotFound
 from .postgres_conn import Pool, Target
 
 CHUNK = 1024 * 1024
+PIN_LIFETIME = 24 * 3600.0
+"""Seconds a holder's pins outlive its last pin."""
 
 
 class PostgresBlobStore:
     def __init__(self, pool: Pool, target: Target) -> None:
         self._pool = pool
         self._where = target.url
+        self._renewed: dict[str, float] = {}
+        """When each holder of this process last pushed its pins' expiry on."""
+        self._lapsed: set[str] = set()
+        """Holders whose pins a gc dropped, found out by a put_many that pinned."""
 
         def q(text: str) -> sql.Composed:
             return sql.SQL(text).format(s=sql.Identifier(target.schema))
@@ -43,19 +54,40 @@ class PostgresBlobStore:
         self._one = q("SELECT data FROM {s}.blob_chunks WHERE blob_id = %s ORDER BY n")
         self._known = q("SELECT id FROM {s}.blobs WHERE id = ANY(%s)")
         self._all = q("SELECT id, size, touched_at FROM {s}.blobs")
-        self._drop = q("DELETE FROM {s}.blobs WHERE id = ANY(%s)")
+        # touched_at is checked again on the row deleted: a pin that touched it
+        # after the list was read keeps it (the delete waits for the pin's commit).
+        self._drop = q(
+            "DELETE FROM {s}.blobs AS b WHERE id = ANY(%s) AND touched_at < %s "
+            "AND NOT EXISTS (SELECT 1 FROM {s}.blob_pins p WHERE p.blob_id = b.id) "
+            "RETURNING size"
+        )
+        self._renew = q("UPDATE {s}.blob_holders SET expires_at = %s WHERE holder = %s")
+        self._hold = q(
+            "INSERT INTO {s}.blob_holders (holder, expires_at) VALUES (%s, %s) "
+            "ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+        )
+        self._pin = q(
+            "INSERT INTO {s}.blob_pins (holder, blob_id) SELECT %s, unnest(%s::text[]) "
+            "ON CONFLICT DO NOTHING"
+        )
+        self._touch_all = q("UPDATE {s}.blobs SET touched_at = %s WHERE id = ANY(%s)")
+        self._release = q("DELETE FROM {s}.blob_holders WHERE holder = %s")
+        self._lapse = q("DELETE FROM {s}.blob_holders WHERE expires_at < %s")
+        self._pinned = q("SELECT DISTINCT blob_id FROM {s}.blob_pins")
 
     async def put(self, data: bytes) -> str:
         return (await self.put_many([data]))[0]
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         items = [(blob_id(d), bytes(d)) for d in datas]
-        await asyncio.to_thread(self._put, dict(items))
+        await asyncio.to_thread(self._put, dict(items), pin)
         return [blob for blob, _ in items]
 
-    def _put(self, new: dict[str, bytes]) -> None:
+    def _put(self, new: dict[str, bytes], pin: str | None = None) -> None:
         now = time.time()
         with self._pool.connection("store a snapshot in") as conn:
+            if pin is not None:  # first, as a pin and gc lock the holder's row first
+                self._hold_row(conn, pin, now)
             # In id order: two hosts storing the same blobs lock their rows alike.
             for blob in sorted(new):
                 data = new[blob]
@@ -69,6 +101,10 @@ class PostgresBlobStore:
                                 for n, at in enumerate(range(0, max(len(data), 1), CHUNK))
                             ],
                         )
+            if pin is not None and new:
+                conn.execute(self._pin, (pin, sorted(new)))
+        if pin is not None:
+            self._renewed[pin] = now
 
     async def get(self, blob: str) -> bytes:
         check_blob_id(blob)
@@ -100,6 +136,49 @@ class PostgresBlobStore:
     def _known_of(self, blobs: list[str]) -> set[str]:
         with self._pool.connection("read") as conn:
             return {b for (b,) in conn.execute(self._known, (blobs,)).fetchall()}
+
+    async def missing(self, blobs: Collection[str]) -> set[str]:
+        wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
+        return set(wanted) - await asyncio.to_thread(self._known_of, wanted)
+
+    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
+        return await asyncio.to_thread(self._pin_rows, holder, sorted(blobs))
+
+    def _pin_rows(self, holder: str, blobs: list[str]) -> bool:
+        now = time.time()
+        lapsed = holder in self._lapsed
+        if not (blobs or lapsed) and now - self._renewed.get(holder, -PIN_LIFETIME) < (
+            PIN_LIFETIME / 4
+        ):
+            return True  # renewed lately: no gc can have dropped them yet
+        with self._pool.connection("pin snapshots in") as conn:
+            known = self._hold_row(conn, holder, now)
+            if blobs:
+                conn.execute(self._pin, (holder, blobs))
+                conn.execute(self._touch_all, (now, blobs))
+        self._renewed[holder] = now
+        self._lapsed.discard(holder)
+        return known and not lapsed
+
+    def _hold_row(self, conn: Connection, holder: str, now: float) -> bool:
+        """Push the holder's expiry on (creating its row); whether it had one. A
+        holder this process had pinned for and whose row gc dropped is noted as
+        lapsed, for its next pin to say so."""
+        known = conn.execute(self._renew, (now + PIN_LIFETIME, holder)).rowcount == 1
+        if not known:
+            conn.execute(self._hold, (holder, now + PIN_LIFETIME))
+            if holder in self._renewed:
+                self._lapsed.add(holder)
+        return known
+
+    async def release(self, holder: str) -> None:
+        def release() -> None:
+            self._renewed.pop(holder, None)
+            self._lapsed.discard(holder)
+            with self._pool.connection("release pins in") as conn:
+                conn.execute(self._release, (holder,))
+
+        await asyncio.to_thread(release)
 
     async def read_checked(
         self, blobs: Iterable[str], keep_bytes: int
@@ -141,10 +220,17 @@ class PostgresBlobStore:
         return await asyncio.to_thread(self._gc, referenced, grace_seconds)
 
     def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        cutoff = time.time() - grace_seconds
+        now = time.time()
+        cutoff = now - grace_seconds
         with self._pool.connection("collect blobs in") as conn:
+            conn.execute(self._lapse, (now,))
+            pinned = {b for (b,) in conn.execute(self._pinned).fetchall()}
             rows = conn.execute(self._all).fetchall()
-            dead = [(b, n) for b, n, t in rows if b not in referenced and t < cutoff]
-            if dead:
-                conn.execute(self._drop, ([b for b, _ in dead],))
-        return GcResult(len(dead), len(rows) - len(dead), sum(n for _, n in dead))
+            # In id order, as put and pin lock rows: no deadlock with them.
+            dead = sorted(
+                b for b, _, t in rows if b not in referenced and b not in pinned and t < cutoff
+            )
+            sizes = (
+                [n for (n,) in conn.execute(self._drop, (dead, cutoff)).fetchall()] if dead else []
+            )
+        return GcResult(len(sizes), len(rows) - len(sizes), sum(sizes))

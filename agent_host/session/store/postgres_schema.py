@@ -111,6 +111,20 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
         data bytea NOT NULL
     );
     """,
+    # 4: blobs a live holder (a workspace index) relies on, kept from gc until its
+    # pins expire (see session.blob_pins).
+    """
+    CREATE TABLE {s}.blob_holders (
+        holder text PRIMARY KEY,
+        expires_at double precision NOT NULL
+    );
+    CREATE TABLE {s}.blob_pins (
+        holder text NOT NULL REFERENCES {s}.blob_holders (holder) ON DELETE CASCADE,
+        blob_id text NOT NULL,
+        PRIMARY KEY (holder, blob_id)
+    );
+    CREATE INDEX blob_pins_by_blob ON {s}.blob_pins (blob_id);
+    """,
 ]
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Collection, Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
+from ..blob_pins import FilePins, MemoryPins
 from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
 from ..errors import BlobNotFound
 
@@ -16,20 +17,54 @@ if TYPE_CHECKING:
 
 
 class SqliteBlobStore:
-    """Content-addressed blobs in the ``blobs`` table of the store's database."""
+    """Content-addressed blobs in the ``blobs`` table of the store's database; pins
+    (see blob_pins) as lock files beside it, in ``<database>.locks/pins``."""
 
     def __init__(self, store: SqliteCheckpointer) -> None:
         self._store = store
+        path = store.path
+        self._pins = (
+            MemoryPins()
+            if path is None
+            else FilePins(path.with_name(path.name + ".locks") / "pins")
+        )
 
     async def put(self, data: bytes) -> str:
         blob = blob_id(data)
         await asyncio.to_thread(self._put, blob, bytes(data))
         return blob
 
-    async def put_many(self, datas: Sequence[bytes]) -> list[str]:
+    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         rows = [(blob_id(d), bytes(d)) for d in datas]
-        await asyncio.to_thread(self._put_rows, rows)
-        return [blob for blob, _ in rows]
+        blobs = [blob for blob, _ in rows]
+
+        def put_many() -> None:
+            self._put_rows(rows)
+            if pin is not None:
+                self._pins.pin(pin, blobs)
+
+        await asyncio.to_thread(put_many)
+        return blobs
+
+    async def missing(self, blobs: Collection[str]) -> set[str]:
+        wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):  # under SQLite's variable limit
+            chunk = wanted[start : start + 500]
+            rows = await asyncio.to_thread(
+                self._store._query,
+                f"SELECT id FROM blobs WHERE id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update(blob for (blob,) in rows)
+        return set(wanted) - found
+
+    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
+        # No touch (a commit) needed: these pins never lapse while their holder lives.
+        return await asyncio.to_thread(self._pins.pin, holder, blobs)
+
+    async def release(self, holder: str) -> None:
+        await asyncio.to_thread(self._pins.release, holder)
 
     async def read_checked(
         self, blobs: Iterable[str], keep_bytes: int
@@ -79,6 +114,9 @@ class SqliteBlobStore:
 
     def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         cutoff = time.time() - grace_seconds
+        # After the cutoff: a blob pinned once this has read the pins was stored or
+        # touched since, and the grace period spares it.
+        referenced = referenced | self._pins.live()
         with self._store._transaction() as db:
             rows = db.execute("SELECT id, touched_at, length(data) FROM blobs").fetchall()
             dead = [(b, n) for b, t, n in rows if b not in referenced and t < cutoff]

@@ -23,6 +23,11 @@ from pathlib import Path
 
 from ..errors import PathChanged, PathOutsideWorkspace, ToolError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 # Every ``dir_fd`` call this module makes (and the lstat it does with one); Linux has
 # them all. Checked when used, not at import, so the package imports where they lack.
 _DIR_FD_CALLS = (os.open, os.mkdir, os.rename, os.unlink, os.stat)
@@ -154,27 +159,81 @@ def write_atomically_at(
     file gets 0o666 less the umask, a replaced one ``exact_mode`` (its old mode).
 
     The temp file is named as there (``.<name>.<12 hex>.tmp``) so sweeps know the
-    strays a crash leaves, and is removed on any error. The rename replaces a
-    symlink put at ``name`` meanwhile rather than following it. ``sync_folder=False``
-    leaves the folder's sync (which makes the rename durable) to the caller.
+    strays a crash leaves, is held locked until renamed (see :func:`unlink_abandoned`),
+    and is removed on any error. The rename replaces a symlink put at ``name``
+    meanwhile rather than following it. ``sync_folder=False`` leaves the folder's
+    sync (which makes the rename durable) to the caller.
     """
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    file_fd = os.open(tmp, flags, 0o666, dir_fd=fd)
+    tmp, file_fd = _new_temp(fd, name)
     try:
-        with os.fdopen(file_fd, "wb") as f:
+        try:
             if exact_mode is not None:
-                os.fchmod(f.fileno(), exact_mode)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                os.fchmod(file_fd, exact_mode)
+            with os.fdopen(file_fd, "wb", closefd=False) as f:
+                f.write(data)
+            os.fsync(file_fd)
+            os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        finally:
+            os.close(file_fd)  # the lock goes with it: after the rename, not before
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=fd)
         raise
     if sync_folder:
         fsync_folder(fd)
+
+
+def _new_temp(fd: int, name: str) -> tuple[str, int]:
+    """A new temp file for ``name`` in folder ``fd``, open and locked (flock) by this
+    writer: a sweep of the strays of writes that died (another window finishing a
+    restore, another session's) can tell it is alive, and leaves it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        file_fd = os.open(tmp, flags, 0o666, dir_fd=fd)
+        if fcntl is None:  # pragma: no cover - Windows: no sweep can tell
+            return tmp, file_fd
+        try:
+            fcntl.flock(file_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # A sweep may have locked and unlinked it between its creation and
+            # the lock: then the name is gone (or another file's), and we go again.
+            if _same_file(fd, tmp, file_fd):
+                return tmp, file_fd
+        except BlockingIOError:
+            pass  # a sweep holds it, about to unlink it
+        except BaseException:
+            os.close(file_fd)
+            raise
+        os.close(file_fd)
+
+
+def unlink_abandoned(fd: int, entry: str) -> None:
+    """Unlink the temp file ``entry`` in folder ``fd`` unless a live writer holds it:
+    only what a write that died left (its lock went with its process)."""
+    try:
+        held = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return  # gone, or not a file we could have written
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # its writer is alive
+        if _same_file(fd, entry, held):
+            with suppress(FileNotFoundError):
+                os.unlink(entry, dir_fd=fd)
+    finally:
+        os.close(held)
+
+
+def _same_file(fd: int, name: str, file_fd: int) -> bool:
+    try:
+        named = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(file_fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def fsync_folder(fd: int) -> None:

@@ -24,6 +24,7 @@ from .dirfd import (
     open_folder,
     split_under,
     symlink_error,
+    unlink_abandoned,
     write_atomically_at,
 )
 from .listing import list_in_roots
@@ -295,15 +296,15 @@ def _check_content(
 
 def _discard_temp_files(roots: list[Path], real: Path, shown: str) -> None:
     """Unlink the temp files a write of ``real`` that died left in its folder: only
-    names that write makes (``.<name>.<12 hex>.tmp``), so no file of the user's."""
+    names that write makes (``.<name>.<12 hex>.tmp``), so no file of the user's, and
+    none a live write holds (another process's restore of the same file)."""
     root, folders, name = split_under(roots, real)
     pattern = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp")
     try:
         with open_folder(root, folders, shown, "cleaned up") as fd:
             for entry in os.listdir(fd):
                 if pattern.fullmatch(entry):
-                    with suppress(FileNotFoundError):
-                        os.unlink(entry, dir_fd=fd)
+                    unlink_abandoned(fd, entry)
     except (FileNotFoundError, NotADirectoryError, ToolError):
         return  # no folder (or not the one checked): no strays of ours in it
 
