@@ -84,9 +84,7 @@ def open_provider(
         key = real_key or "no-key"
         hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
         secrets = (real_key,) if real_key else ()  # a placeholder is no secret to mask
-        endpoint = Endpoint(
-            provider, name, url, hint, timeout, max_retries, secrets, total_timeout
-        )
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets, total_timeout)
         return _open_compatible(model, endpoint, key)
     if provider == "ollama":
         url = _ollama_url(base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
@@ -94,9 +92,7 @@ def open_provider(
         key = api_key or "ollama"  # the SDK insists on one; Ollama ignores it
         hint = "Ollama needs no key by default; check what sits in front of the server"
         secrets = (api_key,) if api_key else ()
-        endpoint = Endpoint(
-            provider, name, url, hint, timeout, max_retries, secrets, total_timeout
-        )
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets, total_timeout)
         return _open_compatible(model, endpoint, key)
     if provider == "anthropic":
         return _open_anthropic(model, name, base_url, api_key, *bounds)
