@@ -98,6 +98,7 @@ def _pipe() -> IO[bytes] | None:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env={},  # it needs nothing, and the host's secrets have no business there
                 start_new_session=True,
             )
         except OSError as exc:

@@ -78,3 +78,25 @@ async def test_a_model_that_streams_for_ever_meets_the_total_bound(serve):
 def test_bounds_are_checked_when_the_provider_is_opened():
     with pytest.raises(Exception, match="total_timeout must be a positive number"):
         open_provider("openai/m", api_key=FAKE_KEY, total_timeout=0)
+
+
+async def test_agent_host_model_timeout_fails_the_turn_and_closes_its_log(serve, tmp_path):
+    from agent_host.session import events as ev
+    from agent_host.session.host import AgentHost
+    from agent_host.session.providers import ModelConfigError
+
+    server = serve(keep_alive([openai_chunk({"role": "assistant", "content": "Hel"})]))
+    async with AgentHost(
+        store="memory:", model="openai/gpt-4.1-mini", workdir=tmp_path, api_key=FAKE_KEY,
+        base_url=server.url + "/v1", model_timeout=1, capture_commands=False,
+    ) as host:  # fmt: skip
+        started = time.monotonic()
+        with pytest.raises(ModelTimeout, match="sent nothing more for 1 s") as caught:
+            await host.send("hi")
+        assert caught.value.bound == "idle" and time.monotonic() - started < 10
+        events = await host.store.read(host.session_id)
+        assert [type(e) for e in events[-2:]] == [ev.AssistantMessage, ev.TurnEnd]
+        assert events[-1].stop_reason == "error" and events[-2].text == "Hel"
+    for bad in (0, -1, float("nan"), True):
+        with pytest.raises(ModelConfigError, match="model_timeout must be a positive number"):
+            AgentHost(store="memory:", workdir=tmp_path, model_timeout=bad)
