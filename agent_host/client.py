@@ -93,10 +93,17 @@ class AgentClient:
         command: list[str] | None = None,
         mcp_servers: list[dict[str, Any]] | None = None,
         shell_environment: dict[str, Any] | None = None,
+        model_timeout: float | None = None,
+        model_total_timeout: float | None = None,
     ) -> None:
-        self.options: dict[str, Any] = {
-            k: v for k, v in {"store": store, "model": model, "approval": approval}.items() if v
+        given = {
+            "store": store,
+            "model": model,
+            "approval": approval,
+            "modelTimeout": model_timeout,
+            "modelTotalTimeout": model_total_timeout,
         }
+        self.options: dict[str, Any] = {k: v for k, v in given.items() if v}
         if mcp_servers:
             self.options["mcpServers"] = mcp_servers
         if shell_environment is not None:

@@ -22,6 +22,8 @@ def make_client(args: argparse.Namespace, **kw: Any) -> Any:
         workspace=getattr(args, "workspace", None),
         verbose=args.verbose,
         mcp_servers=getattr(args, "mcp_servers", None),
+        model_timeout=getattr(args, "model_timeout", None),
+        model_total_timeout=getattr(args, "model_total_timeout", None),
         on_message=lambda text: print(mask(text), file=sys.stderr),
         **kw,
     )

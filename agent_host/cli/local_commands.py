@@ -61,6 +61,8 @@ async def acp(args: argparse.Namespace) -> int:
         approval=args.approval,
         mcp_servers=args.mcp_servers,
         shell_environment=args.shell_environment,
+        model_timeout=args.model_timeout,
+        model_total_timeout=args.model_total_timeout,
     )
     await serve_stdio(options)
     return EXIT_OK

@@ -24,6 +24,15 @@ SHELL_ENV_HELP = (
 )
 
 
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse turns the ValueError into a
+    usage error naming the option)."""
+    value = float(text)
+    if not 0 < value < 1e9:
+        raise ValueError(text)
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-host",
@@ -60,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(MODEL_ENV) or None,
         help="provider/model (openai/gpt-4.1-mini, anthropic/..., ollama/...) or "
         f"scripted:PATH (default ${MODEL_ENV}, else the server's default)",
+    )
+    model.add_argument(
+        "--model-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a model call may send nothing but keep-alives, the first token "
+        "included, before the turn fails (default 120)",
+    )
+    model.add_argument(
+        "--model-total-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long one model call may take in all, retries included (default 1200)",
     )
     session_folder = argparse.ArgumentParser(add_help=False)
     session_folder.add_argument(

@@ -73,17 +73,21 @@ def load_shell_env(args: argparse.Namespace) -> str | None:
 
 def wire_server(config: Any) -> dict[str, Any]:
     """An MCP server's config in ACP's McpServer shape, for initializationOptions."""
+    server: dict[str, Any]
     if config.transport == "http":
         headers = [{"name": k, "value": v} for k, v in config.headers]
-        return {"type": "http", "name": config.name, "url": config.url, "headers": headers}
-    server = {
-        "name": config.name,
-        "command": config.command,
-        "args": list(config.args),
-        "env": [{"name": k, "value": v} for k, v in config.env],
-    }
-    if config.cwd:
-        server["cwd"] = config.cwd
+        server = {"type": "http", "name": config.name, "url": config.url, "headers": headers}
+    else:
+        server = {
+            "name": config.name,
+            "command": config.command,
+            "args": list(config.args),
+            "env": [{"name": k, "value": v} for k, v in config.env],
+        }
+        if config.cwd:
+            server["cwd"] = config.cwd
+    if config.tool_timeout is not None:
+        server["timeout"] = config.tool_timeout * 1000  # milliseconds, as the file has it
     return server
 
 

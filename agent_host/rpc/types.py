@@ -35,6 +35,11 @@ class InitializationOptions:
     ``{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME:
     value}}``. Default: all of it but names like ``*KEY*``, ``*TOKEN*``,
     ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*`` and the model providers' keys."""
+    model_timeout: float | None = None
+    """Seconds a model call may send nothing but keep-alives (the first token
+    included) before the turn fails with a model timeout. Default 120."""
+    model_total_timeout: float | None = None
+    """Seconds one model call may take in all, retries included. Default 1200."""
 
 
 @attrs.define

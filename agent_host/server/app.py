@@ -196,6 +196,8 @@ def create_server() -> AgentServer:
                 roots=roots,
                 mcp_servers=options.mcp_servers,
                 shell_environment=options.shell_environment,
+                model_timeout=options.model_timeout,
+                model_total_timeout=options.model_total_timeout,
             )
         except ShellEnvironmentError as exc:
             raise to_wire(InvalidParams(f"initializationOptions.{exc}")) from None

@@ -39,6 +39,20 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
 
+def model_bounds(idle: float | None, total: float | None) -> dict[str, float]:
+    """``open_provider``'s bounds from the host's settings (None: the default);
+    ModelConfigError for one that is not a positive number of seconds."""
+    bounds = {"timeout": idle, "total_timeout": total}
+    for name, value in (("model_timeout", idle), ("model_total_timeout", total)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9
+        ):
+            from .providers.errors import ModelConfigError
+
+            raise ModelConfigError(f"{name} must be a positive number of seconds, not {value!r}")
+    return {k: float(v) for k, v in bounds.items() if v is not None}
+
+
 def new_session_id() -> str:
     """Sortable by creation time, unique without coordination."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
@@ -68,6 +82,8 @@ class AgentHost:
         capture_commands: bool = True,
         mcp_servers: McpConfigs | None = None,
         shell_environment: EnvironmentPolicy | Mapping[str, Any] | None = None,
+        model_timeout: float | None = None,
+        model_total_timeout: float | None = None,
     ) -> None:
         self.persistent = sessions
         if not sessions:
@@ -106,7 +122,11 @@ class AgentHost:
         self._resources = HostResources(
             model=self.model,
             provider=provider,
-            endpoint={"base_url": base_url, "api_key": api_key},
+            endpoint={
+                "base_url": base_url,
+                "api_key": api_key,
+                **model_bounds(model_timeout, model_total_timeout),
+            },
             roots=self.workspace.roots,
             blobs=self.store.blobs,
             capture_commands=capture_commands,

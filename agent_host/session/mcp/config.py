@@ -10,6 +10,7 @@ neither imports the MCP SDK: a session without MCP servers never pays for it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -59,12 +60,18 @@ class McpServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: Pairs = ()
+    tool_timeout: float | None = None
+    """Seconds a call of one of its tools may take (None: :class:`McpServers`' default)."""
 
     def __attrs_post_init__(self) -> None:
         if not name_ok(self.name):
             raise McpConfigError(f"MCP server name {self.name!r} must be {_NAME_RULE}")
         if (self.command is None) == (self.url is None):
             raise McpConfigError(f"MCP server {self.name!r} needs exactly one of command and url")
+        if self.tool_timeout is not None and not 0 < self.tool_timeout < math.inf:
+            raise McpConfigError(
+                f"MCP server {self.name!r}: the tool timeout must be a positive number of seconds"
+            )
         register_secrets(self)
 
     @property
@@ -82,7 +89,10 @@ class McpServerConfig:
         else:
             headers = [k for k, _ in self.headers]
             where = f"url={safe_url(self.url or '')!r}, headers={headers!r}"
-        return f"McpServerConfig(name={self.name!r}, transport={self.transport!r}, {where})"
+        timeout = "" if self.tool_timeout is None else f", tool_timeout={self.tool_timeout:g}"
+        return (
+            f"McpServerConfig(name={self.name!r}, transport={self.transport!r}, {where}{timeout})"
+        )
 
     __str__ = __repr__
 
@@ -105,7 +115,9 @@ def register_secrets(config: McpServerConfig) -> None:
 
 def parse_servers(value: object) -> list[McpServerConfig]:
     """ACP's ``mcpServers``: a list of stdio ``{name, command, args, env: [{name,
-    value}], cwd?}`` and http ``{type: "http", name, url, headers: [{name, value}]}``."""
+    value}], cwd?}`` and http ``{type: "http", name, url, headers: [{name, value}]}``;
+    either may add ``timeout``, its tool calls' bound in milliseconds (as in the
+    config file)."""
     if not isinstance(value, list):
         raise McpConfigError("mcpServers must be a list")
     configs = []
@@ -121,7 +133,9 @@ def parse_servers(value: object) -> list[McpServerConfig]:
 def parse_config_file(data: object) -> list[McpServerConfig]:
     """The Claude Code / Cursor file: ``{"mcpServers": {"<name>": {"command", "args",
     "env": {K: V}, "cwd"?} | {"type": "http" | "streamable-http", "url", "headers":
-    {K: V}}}}``; a bare ``url`` means http."""
+    {K: V}}}}``; a bare ``url`` means http. A server's tool calls are bounded by
+    ``timeout`` (milliseconds, as Claude Code reads it) or ``tool_timeout_sec``
+    (seconds, as Codex names it)."""
     root = _object(data, "the MCP config")
     if "mcpServers" not in root:
         raise McpConfigError("mcpServers is required")
@@ -170,6 +184,7 @@ def _server(
 ) -> McpServerConfig:
     if not name_ok(name):
         raise McpConfigError(f"{name_path} {name!r} must be {_NAME_RULE}")
+    timeout = _tool_timeout(obj, path)
     if kind == "stdio":
         return McpServerConfig(
             name=name,
@@ -177,8 +192,26 @@ def _server(
             args=_strings(obj, "args", path),
             env=pairs(obj, "env", path),
             cwd=_string(obj, "cwd", path),
+            tool_timeout=timeout,
         )
-    return McpServerConfig(name=name, url=_url(obj, path), headers=pairs(obj, "headers", path))
+    return McpServerConfig(
+        name=name, url=_url(obj, path), headers=pairs(obj, "headers", path), tool_timeout=timeout
+    )
+
+
+def _tool_timeout(obj: dict, path: str) -> float | None:
+    """Seconds, from ``timeout`` (milliseconds) or ``tool_timeout_sec`` (seconds)."""
+    given = [(key, obj[key]) for key in ("timeout", "tool_timeout_sec") if key in obj]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise McpConfigError(f"{path}: give timeout (ms) or tool_timeout_sec, not both")
+    key, value = given[0]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise McpConfigError(f"{path}.{key} must be a number")
+    if not 0 < value < math.inf:
+        raise McpConfigError(f"{path}.{key} must be above 0")
+    return value / 1000 if key == "timeout" else float(value)
 
 
 def _unique(configs: list[McpServerConfig]) -> list[McpServerConfig]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ... import __version__
 from ..environment import current_policy
 from ..redaction import SECRETS
+from ..workspace import processes, reaper
 from .config import McpServerConfig, safe_url
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT = 10.0  # the SDK gives a stdio server 2 s after stdin closes, then signals
 PING_TIMEOUT = 2.0
+EXIT_POLL = 0.2  # how often a stdio server's process is checked for having exited
+PIPE_GRACE = 1.0
+"""How long a stdio server's output may stay open after its process exited (what it
+wrote last is still read) before a process it left behind is taken to hold it."""
 _STDERR_TAIL = 4096
 _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0  # a tool may stream nothing for minutes while it works
@@ -59,6 +64,8 @@ class McpConnection:
         self._failure: Exception | None = None
         self._phase = "start"
         self._owner: asyncio.Task[None] | None = None
+        self._process: Any = None  # a stdio server's process, once spawned
+        self._watcher: asyncio.Task[None] | None = None
         # The server's stderr goes to a real file (the SDK hands it to the child) so
         # that a failure can quote its last line.
         self._stderr = tempfile.TemporaryFile("w+b") if config.transport == "stdio" else None
@@ -135,7 +142,10 @@ class McpConnection:
         owner = self._owner
         if owner is not None:
             if self._session is None:
-                owner.cancel()  # still connecting or initializing: only a cancel stops it
+                # Failed or still starting: no grace for a server that never became
+                # one; all of it ends now, then only a cancel stops the owner.
+                self._end_process_session()
+                owner.cancel()
             done, _ = await asyncio.wait({owner}, timeout=CLOSE_TIMEOUT)
             if not done:
                 log.warning("MCP server %r did not stop in time; cancelling", self.config.name)
@@ -172,15 +182,52 @@ class McpConnection:
             self._session = None
             self._ending.set()
             self._ready.set()
+            if self._watcher is not None:
+                self._watcher.cancel()
+            # The SDK kills the process group only when the server outlived its grace;
+            # what a server that exited left running (in its session) ends here.
+            self._end_process_session()
+            if self._process is not None:
+                reaper.forget(self._process.pid)
+
+    def _spawned(self, process: Any) -> None:
+        """The SDK started the server: kill it if the host dies, watch it exit."""
+        self._process = process
+        reaper.watch(process.pid)  # it leads its own session: the pid is the session id
+        self._watcher = asyncio.create_task(
+            self._watch_exit(process), name=f"MCP server {self.config.name} exit"
+        )
+
+    async def _watch_exit(self, process: Any) -> None:
+        """When the server's process has exited but its output stays open (something
+        it started holds it), close our end: the SDK then sees the end it would have
+        seen, and a call in flight fails instead of waiting for ever."""
+        while process.returncode is None:
+            await asyncio.sleep(EXIT_POLL)
+        try:
+            async with asyncio.timeout(PIPE_GRACE):
+                await self._ending.wait()
+            return  # its output ended with it (or we are closing it)
+        except TimeoutError:
+            pass
+        log.debug("MCP server %r exited; a process it left holds its output", self.config.name)
+        self._eof = True
+        await process.stdout.aclose()
+
+    def _end_process_session(self) -> None:
+        if self._process is not None:
+            processes.kill_session(self._process.pid)
 
     async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         config = self.config
         if config.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
-            from .line_reader import install
+            from . import line_reader, spawn
 
-            install()
+            line_reader.install()
+            spawn.install()
+            spawn.on_spawn.set(self._spawned)  # this (the owner) task's context only
             self._phase = "spawn"
             params = StdioServerParameters(
                 command=config.command or "",

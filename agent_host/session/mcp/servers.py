@@ -24,6 +24,12 @@ from .tool import McpTool, from_sdk
 log = logging.getLogger(__name__)
 
 RETRY_FAILED_AFTER = 60.0  # seconds before a server that failed to start is tried again
+START_TIMEOUT = 30.0
+"""Seconds a server has to spawn or connect, answer ``initialize`` and list its tools."""
+TOOL_TIMEOUT = 300.0
+"""Seconds a tool call may take unless its server's config says otherwise: long
+enough for a tool that runs a build or a test suite, short enough that a call
+whose answer never comes ends the wait (a CI run must not hang)."""
 
 
 @attrs.frozen
@@ -43,15 +49,17 @@ class McpServers:
     """Starts servers on first use, lists and caches their tools, calls them.
 
     ``start_timeout`` bounds a server's startup (spawn or connect, initialize, list
-    tools); ``call_timeout`` bounds a call (None: no bound).
+    tools); ``call_timeout`` bounds a call of a server whose config sets no
+    ``tool_timeout``. A call that runs out is cancelled (the server is told) and
+    its result says so; the turn goes on.
     """
 
     def __init__(
         self,
         configs: Iterable[McpServerConfig],
         *,
-        start_timeout: float = 30.0,
-        call_timeout: float | None = None,
+        start_timeout: float = START_TIMEOUT,
+        call_timeout: float = TOOL_TIMEOUT,
     ) -> None:
         self._configs: dict[str, McpServerConfig] = {}
         for config in configs:
@@ -151,8 +159,9 @@ class McpServers:
             conn = self._running.get(server)
             if conn is None:
                 return self._unknown(tool.qualified), True
+            timeout = self._configs[server].tool_timeout or self._call_timeout
             try:
-                return result_text(await conn.call(tool.name, arguments, self._call_timeout))
+                return result_text(await conn.call(tool.name, arguments, timeout))
             except ServerGone as gone:
                 if restarted:
                     return f"MCP server {server!r} stopped again during the call", True
@@ -162,7 +171,7 @@ class McpServers:
                 # restarts it and makes the call there.
             except TimeoutError:
                 return (
-                    f"{tool.qualified} did not finish within {self._call_timeout:g} s; "
+                    f"{tool.qualified} did not finish within {timeout:g} s; "
                     "the MCP server was told to cancel it",
                     True,
                 )

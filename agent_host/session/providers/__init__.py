@@ -27,8 +27,8 @@ from .errors import (
 )
 from .openai_compat import OpenAICompatProvider
 from .scripted import ScriptedProvider, open_scripted
-from .sdk import import_sdk, open_client
-from .streaming import RAW_ARGUMENTS_KEY
+from .sdk import SDK_TIMEOUT_MARGIN, import_sdk, open_client
+from .streaming import MODEL_TIMEOUT, MODEL_TOTAL_TIMEOUT, RAW_ARGUMENTS_KEY
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 
@@ -46,12 +46,15 @@ def open_provider(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    timeout: float = 120.0,
+    timeout: float = MODEL_TIMEOUT,
     max_retries: int = 3,
+    total_timeout: float | None = MODEL_TOTAL_TIMEOUT,
 ) -> ModelProvider:
     """The provider for ``model``. An explicit ``base_url``/``api_key`` wins over the
-    environment. Raises :class:`ModelConfigError` (a ModelError) when it cannot be
-    set up: unknown form, missing key, package or setting, bad script."""
+    environment. ``timeout`` is the idle bound (seconds the model may send nothing
+    but keep-alives, the first token included), ``total_timeout`` the bound on a
+    whole call (None: none). Raises :class:`ModelConfigError` (a ModelError) when
+    it cannot be set up: unknown form, missing key, package or setting, bad script."""
     if model.startswith("scripted:"):
         return open_scripted(model, model.removeprefix("scripted:"))
     provider, _, name = model.partition("/")
@@ -59,10 +62,15 @@ def open_provider(
         raise ModelConfigError(f"model {model!r} is not one of: {'; '.join(SUPPORTED_FORMS)}")
     if not timeout > 0:
         raise ModelConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if total_timeout is not None and not total_timeout > 0:
+        raise ModelConfigError(
+            f"total_timeout must be a positive number of seconds, not {total_timeout!r}"
+        )
+    bounds = (timeout, max_retries, total_timeout)
     if max_retries < 0:
         raise ModelConfigError(f"max_retries must be 0 or more, not {max_retries!r}")
     if provider == "openai":
-        return _open_openai(model, name, base_url, api_key, timeout, max_retries)
+        return _open_openai(model, name, base_url, api_key, *bounds)
     if provider == "litellm_proxy":
         url = (base_url or os.environ.get("LITELLM_PROXY_API_BASE") or "").rstrip("/")
         if not url:
@@ -76,7 +84,7 @@ def open_provider(
         key = real_key or "no-key"
         hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
         secrets = (real_key,) if real_key else ()  # a placeholder is no secret to mask
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=secrets)
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets, total_timeout)
         return _open_compatible(model, endpoint, key)
     if provider == "ollama":
         url = _ollama_url(base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
@@ -84,10 +92,10 @@ def open_provider(
         key = api_key or "ollama"  # the SDK insists on one; Ollama ignores it
         hint = "Ollama needs no key by default; check what sits in front of the server"
         secrets = (api_key,) if api_key else ()
-        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets=secrets)
+        endpoint = Endpoint(provider, name, url, hint, timeout, max_retries, secrets, total_timeout)
         return _open_compatible(model, endpoint, key)
     if provider == "anthropic":
-        return _open_anthropic(model, name, base_url, api_key, timeout, max_retries)
+        return _open_anthropic(model, name, base_url, api_key, *bounds)
     raise ModelConfigError(
         f"unknown model provider {provider!r} in {model!r}; "
         f"use one of: {'; '.join(SUPPORTED_FORMS)}"
@@ -95,7 +103,13 @@ def open_provider(
 
 
 def _open_openai(
-    model: str, name: str, base_url: str | None, api_key: str | None, timeout: float, retries: int
+    model: str,
+    name: str,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    retries: int,
+    total_timeout: float | None,
 ) -> OpenAICompatProvider:
     openai = import_sdk("openai", "pip install openai")
     client, endpoint = open_client(
@@ -109,6 +123,7 @@ def _open_openai(
         base_url=base_url,
         timeout=timeout,
         max_retries=retries,
+        total_timeout=total_timeout,
     )
     # OpenAI's reasoning models (o3, o4-mini...) reject max_tokens.
     return OpenAICompatProvider(model, endpoint, client, token_limit_param="max_completion_tokens")
@@ -119,14 +134,20 @@ def _open_compatible(model: str, endpoint: Endpoint, key: str) -> OpenAICompatPr
     client = openai.AsyncOpenAI(
         api_key=key,
         base_url=endpoint.base_url,
-        timeout=endpoint.timeout,
+        timeout=endpoint.timeout + SDK_TIMEOUT_MARGIN,
         max_retries=endpoint.max_retries,
     )
     return OpenAICompatProvider(model, endpoint, client)
 
 
 def _open_anthropic(
-    model: str, name: str, base_url: str | None, api_key: str | None, timeout: float, retries: int
+    model: str,
+    name: str,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    retries: int,
+    total_timeout: float | None,
 ) -> AnthropicProvider:
     anthropic = import_sdk("anthropic", "pip install 'agent-host[anthropic]'")
 
@@ -149,6 +170,7 @@ def _open_anthropic(
         base_url=base_url,
         timeout=timeout,
         max_retries=retries,
+        total_timeout=total_timeout,
     )
     return AnthropicProvider(model, endpoint, client)
 
@@ -162,6 +184,8 @@ def _ollama_url(url: str) -> str:
 
 
 __all__ = [
+    "MODEL_TIMEOUT",
+    "MODEL_TOTAL_TIMEOUT",
     "OLLAMA_DEFAULT_URL",
     "RAW_ARGUMENTS_KEY",
     "SUPPORTED_FORMS",

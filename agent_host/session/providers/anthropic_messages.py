@@ -25,7 +25,7 @@ from ..model import (
 )
 from .anthropic_format import to_anthropic, tools_to_anthropic
 from .sdk import SdkProvider, interruptible
-from .streaming import StreamInterrupted, parse_arguments
+from .streaming import StallClock, StreamInterrupted, parse_arguments
 
 DEFAULT_MAX_TOKENS = 8192
 """The API requires ``max_tokens``; every current Claude model can produce this many."""
@@ -46,10 +46,14 @@ class AnthropicProvider(SdkProvider):
     """Its client is an ``anthropic.AsyncAnthropic``."""
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        events = await self.client.messages.create(**request_kwargs(self.endpoint.model, request))
+        clock = StallClock(self.endpoint)
+        events = await clock.bounded(
+            self.client.messages.create(**request_kwargs(self.endpoint.model, request))
+        )
         state = _Accumulated()
         try:
-            async for event in interruptible(events):
+            # "ping" is the API's keep-alive: it says nothing of the model's progress.
+            async for event in interruptible(events, clock, lambda e: e.type != "ping"):
                 for out in state.feed(event):
                     yield out
         finally:

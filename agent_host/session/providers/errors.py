@@ -43,7 +43,15 @@ class ModelUnavailable(ModelError):
 
 
 class ModelTimeout(ModelUnavailable):
-    """No response (or no further response) within the timeout."""
+    """No response (or no further response) within the timeout.
+
+    ``bound`` names the bound that ran out when it is one of ours: ``"idle"`` (the
+    model sent nothing meaningful for that long) or ``"total"`` (the whole call took
+    that long); None when the SDK's own request timeout did."""
+
+    def __init__(self, message: str, bound: str | None = None) -> None:
+        super().__init__(message)
+        self.bound = bound
 
 
 class ModelStreamBroken(ModelError):
@@ -70,9 +78,13 @@ class Endpoint:
     key_hint: str
     """What to do when the key is rejected, e.g. ``set OPENAI_API_KEY (or pass api_key)``."""
     timeout: float
+    """The idle bound: seconds the model may send nothing meaningful (the first
+    token included); keep-alives and pings do not count."""
     max_retries: int
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     """Strings scrubbed from every message (the API key)."""
+    total_timeout: float | None = None
+    """Seconds one model call may take in all, retries included (None: no bound)."""
 
     def __attrs_post_init__(self) -> None:
         # Known to the process's registry, every output masks them, not only our messages.

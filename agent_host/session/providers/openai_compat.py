@@ -28,6 +28,7 @@ from ..model import (
 )
 from .sdk import SdkProvider, interruptible
 from .streaming import (
+    StallClock,
     StreamInterrupted,
     estimate_input_tokens,
     estimate_tokens,
@@ -57,10 +58,11 @@ class OpenAICompatProvider(SdkProvider):
         # 1,000 messages' worth of keys (a second for a long session's conversation);
         # chat messages need none of it, so they go in ``extra_body``, sent as given.
         kwargs["extra_body"] = {"messages": kwargs.pop("messages")}
-        chunks = await self.client.chat.completions.create(messages=[], **kwargs)
+        clock = StallClock(self.endpoint)
+        chunks = await clock.bounded(self.client.chat.completions.create(messages=[], **kwargs))
         state = _Accumulated()
         try:
-            async for chunk in interruptible(chunks):
+            async for chunk in interruptible(chunks, clock, _says_something):
                 for event in state.feed(chunk):
                     yield event
         finally:
@@ -69,6 +71,11 @@ class OpenAICompatProvider(SdkProvider):
             raise StreamInterrupted(None)  # ended without saying why: cut short
         for event in state.finish(request):
             yield event
+
+
+def _says_something(chunk: Any) -> bool:
+    # A chunk with neither choices nor usage is some servers' keep-alive.
+    return bool(chunk.choices) or getattr(chunk, "usage", None) is not None
 
 
 def request_kwargs(model: str, request: ModelRequest, token_limit_param: str) -> dict[str, Any]:

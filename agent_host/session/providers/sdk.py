@@ -12,8 +12,12 @@ from typing import Any
 import attrs
 
 from ..model import ModelEvent, ModelRequest
-from .errors import Endpoint, ModelConfigError
-from .streaming import StreamInterrupted, guarded
+from .errors import Endpoint, ModelConfigError, ModelTimeout
+from .streaming import StallClock, StreamInterrupted, guarded
+
+SDK_TIMEOUT_MARGIN = 5.0
+"""The SDK's own (per read) timeout is the idle bound plus this: a backstop, so
+that the idle bound, which names itself, is what runs out."""
 
 
 def import_sdk(module: str, install: str) -> Any:
@@ -37,6 +41,7 @@ def open_client(
     base_url: str | None,
     timeout: float,
     max_retries: int,
+    total_timeout: float | None = None,
 ) -> tuple[Any, Endpoint]:
     """The SDK's client and the endpoint it calls. ``None`` for ``api_key`` or
     ``base_url`` lets the SDK read its own environment variables; when it finds no
@@ -45,7 +50,10 @@ def open_client(
     failure = None
     try:
         client = client_class(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout + SDK_TIMEOUT_MARGIN,
+            max_retries=max_retries,
         )
     except refusals as exc:
         failure = ModelConfigError(refused(exc))
@@ -57,7 +65,17 @@ def open_client(
     # anthropic's client may hold a bearer token besides (or instead of) a key
     keys = (client.api_key, getattr(client, "auth_token", None), api_key)
     secrets = tuple(k for k in keys if isinstance(k, str) and k)
-    return client, Endpoint(provider, name, url, key_hint, timeout, max_retries, secrets=secrets)
+    endpoint = Endpoint(
+        provider,
+        name,
+        url,
+        key_hint,
+        timeout,
+        max_retries,
+        secrets=secrets,
+        total_timeout=total_timeout,
+    )
+    return client, endpoint
 
 
 @attrs.define(eq=False)
@@ -83,15 +101,23 @@ class SdkProvider:
         raise NotImplementedError
 
 
-async def interruptible(stream: Any) -> AsyncIterator[Any]:
-    """The SDK stream's items; a failure while reading them is a StreamInterrupted,
-    which the guard may retry, unlike a failure of the request itself."""
+async def interruptible(
+    stream: Any, clock: StallClock, meaningful: Callable[[Any], bool] = lambda _: True
+) -> AsyncIterator[Any]:
+    """The SDK stream's items, each within the idle bound (an item that is not
+    ``meaningful``, a keep-alive, does not restart its clock); a failure while
+    reading them is a StreamInterrupted, which the guard may retry, unlike a
+    failure of the request itself."""
     iterator = stream.__aiter__()
     while True:
         try:
-            item = await anext(iterator)
+            item = await clock.bounded(anext(iterator))
         except StopAsyncIteration:
             return
+        except ModelTimeout:
+            raise
         except Exception as exc:
             raise StreamInterrupted(exc) from exc
+        if meaningful(item):
+            clock.progress()
         yield item

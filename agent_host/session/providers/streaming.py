@@ -1,10 +1,16 @@
 """The part of streaming every network provider shares: turning failures into
-ModelErrors, retrying a response that broke before anything was delivered, and
-parsing tool-call arguments.
+ModelErrors, retrying a response that broke before anything was delivered, the
+bounds on a call's time, and parsing tool-call arguments.
 
 The SDKs retry the *request* (429, 5xx, connection errors, timeouts) themselves;
 what they cannot retry is a response that breaks after it started. That is safe to
 retry only while none of its events has reached the caller.
+
+Every call is bounded twice. The SDK's own timeout is per read, so a server that
+sends a keep-alive every 20 s (an SSE comment, Anthropic's ``ping``) would hold a
+call for ever: the *idle* bound (:class:`StallClock`) counts only what the model
+says -- from the request to the first token, then between tokens -- and the
+*total* bound caps one call, retries included, however busily it streams.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -22,13 +29,20 @@ from ..model import (
     RAW_ARGUMENTS_KEY,  # noqa: E402 (re-exported)
     ModelEvent,
 )
-from .errors import Endpoint, is_transient, translate
+from .errors import Endpoint, ModelTimeout, is_transient, translate
 
 """A tool call whose arguments were not a JSON object arrives as
 ``{RAW_ARGUMENTS_KEY: "<the text the model wrote>"}``, so the engine can answer
 it with a tool error the model can correct, instead of the turn dying."""
 
 MAX_RETRY_DELAY = 8.0
+MODEL_TIMEOUT = 120.0
+"""The idle bound's default: seconds a model call may go without a token."""
+MODEL_TOTAL_TIMEOUT = 1200.0
+"""The total bound's default: seconds one model call may take, retries included."""
+TIMEOUT_HINT = "--model-timeout, modelTimeout or model_timeout to change"
+TOTAL_TIMEOUT_HINT = "--model-total-timeout, modelTotalTimeout or model_total_timeout to change"
+T = TypeVar("T")
 
 
 class StreamInterrupted(Exception):
@@ -59,6 +73,9 @@ async def _guarded(
     attempt: Callable[[], AsyncIterator[ModelEvent]], endpoint: Endpoint, initial_delay: float
 ) -> AsyncIterator[ModelEvent]:
     retries = 0
+    loop = asyncio.get_running_loop()
+    total = endpoint.total_timeout
+    deadline = None if total is None else loop.time() + total
     while True:
         delivered = False
         events = attempt()
@@ -66,8 +83,10 @@ async def _guarded(
             while True:
                 failure: ModelError | None = None
                 retry = False
+                bound = asyncio.timeout_at(deadline)
                 try:
-                    event = await anext(events)
+                    async with bound:
+                        event = await anext(events)
                 except StopAsyncIteration:
                     return
                 except StreamInterrupted as exc:
@@ -82,7 +101,14 @@ async def _guarded(
                             retries=retries,
                         )
                 except Exception as exc:
-                    failure = translate(exc, endpoint, delivered=delivered)
+                    if bound.expired():
+                        failure = ModelTimeout(
+                            f"{endpoint.provider}/{endpoint.model}: the model call took longer "
+                            f"than {total:g} s in all (model total timeout; {TOTAL_TIMEOUT_HINT})",
+                            bound="total",
+                        )
+                    else:
+                        failure = translate(exc, endpoint, delivered=delivered)
                 # Raised here, outside the except blocks, so the ModelError carries no
                 # __context__: the SDK's exception holds the request and its headers.
                 if failure is not None:
@@ -95,6 +121,42 @@ async def _guarded(
             await events.aclose()
         retries += 1
         await asyncio.sleep(backoff(retries, initial_delay))
+
+
+class StallClock:
+    """The idle bound of one attempt at a model call: the time since the request
+    went out, then since the last meaningful event of its stream. Raises a
+    :class:`ModelTimeout` that says so when it runs out."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.answering = False
+        self._last = time.monotonic()
+
+    def progress(self) -> None:
+        """The model said something: the clock starts again."""
+        self.answering = True
+        self._last = time.monotonic()
+
+    async def bounded(self, work: Awaitable[T]) -> T:
+        """``work`` (the request, or a read of its stream) within what is left."""
+        bound = asyncio.timeout(self._last + self.endpoint.timeout - time.monotonic())
+        try:
+            async with bound:
+                return await work
+        except Exception:
+            if bound.expired():
+                raise self._stalled() from None
+            raise
+
+    def _stalled(self) -> ModelTimeout:
+        endpoint = self.endpoint
+        what = "nothing more" if self.answering else "nothing"
+        return ModelTimeout(
+            f"{endpoint.provider}/{endpoint.model}: the model sent {what} for "
+            f"{endpoint.timeout:g} s (model idle timeout; {TIMEOUT_HINT})",
+            bound="idle",
+        )
 
 
 def backoff(retry: int, initial_delay: float) -> float:

@@ -1,9 +1,12 @@
 """A small MCP server for the tests: ``server_app.py stdio``, ``server_app.py http
-PORT``, ``server_app.py hang`` (never answers initialize) or ``server_app.py exit``
-(says why on stderr and exits at once).
+PORT``, ``server_app.py hang`` (never answers initialize), ``server_app.py
+hang-child`` (the same, with a child process holding its stdout and ignoring
+SIGTERM), ``server_app.py stdio-child`` (stdio, with such a child) or
+``server_app.py exit`` (says why on stderr and exits at once).
 
 ``MCP_TEST_LOG``, when set, is a file the server appends what happened to (its pid
-at start, the slow tool's start, cancel and end), so a test can see it.
+at start, its children's pids, the slow tool's start, cancel and end), so a test
+can see it.
 """
 
 import base64
@@ -21,6 +24,16 @@ def log(line: str) -> None:
     if path:
         with open(path, "a") as f:
             f.write(f"{line}\n")
+
+
+def leave_child() -> int:
+    """Start a process that holds this one's stdout and outlives it (ignores SIGTERM)."""
+    import subprocess
+
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    log(f"child {child.pid}")
+    return child.pid
 
 
 def build():
@@ -124,7 +137,10 @@ def build():
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if mode == "hang":
+    if mode in ("hang", "hang-child"):
+        log(f"pid {os.getpid()} {time.time():.3f}")
+        if mode == "hang-child":
+            leave_child()
         for _ in sys.stdin:  # reads, never answers; ends when the client closes stdin
             pass
         return
@@ -133,6 +149,8 @@ def main() -> None:
         print(f"fatal: token {os.environ.get('TOKEN', '?')} was refused", file=sys.stderr)
         sys.exit(2)
     log(f"pid {os.getpid()} {time.time():.3f}")
+    if mode == "stdio-child":
+        leave_child()  # before the SDK's server moves the wire off fd 1
     app = build()
     if mode == "http":
         app.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

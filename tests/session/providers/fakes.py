@@ -212,3 +212,29 @@ def anthropic_message_start(input_tokens: int, **usage: int) -> str:
             "usage": {"input_tokens": input_tokens, "output_tokens": 1, **usage},
         },
     )
+
+
+def keep_alive(events: list[str], *, every: float = 0.2, lasting: float = 30.0) -> Responder:
+    """The events, then an SSE comment line -- a keep-alive, which the SDKs skip --
+    every ``every`` seconds for ``lasting`` seconds, then the end of the body."""
+
+    def respond(handler: Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        comment = b": keep-alive\n\n"
+        chunks = [event.encode() for event in events]
+        chunks += [comment] * int(lasting / every)
+        try:
+            for i, data in enumerate(chunks):
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                handler.wfile.flush()
+                if i >= len(events) - 1 and handler.server.stopping.wait(every):
+                    return
+            handler.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            return  # the client gave up and hung up: what the tests want
+
+    return respond
