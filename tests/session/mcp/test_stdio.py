@@ -158,12 +158,14 @@ async def test_servers_that_do_not_start(
             name="web", url="http://127.0.0.1:9/mcp", headers=(("Authorization", "Bearer b-456"),)
         ),
     ]
-    servers = McpServers(configs, start_timeout=2)
+    # The bound leaves the good server room to start on a loaded machine; that the
+    # servers start together shows as the whole costing one bound, not five.
+    servers = McpServers(configs, start_timeout=8)
     try:
         reports = Reports()
         started = time.monotonic()
         tools = await servers.tools(reports)
-        assert time.monotonic() - started < 3.5
+        assert time.monotonic() - started < 12
         assert {t.server for t in tools} == {"t"}
         assert reports.states() == [
             ("t", "ready"),
@@ -176,7 +178,7 @@ async def test_servers_that_do_not_start(
         messages = [r.message for r in reports[1:]]
         assert messages[:4] == [
             "MCP server 'missing' failed to start: command 'npx-missing' not found",
-            "MCP server 'hang' failed to start: did not answer initialize within 2 s",
+            "MCP server 'hang' failed to start: did not answer initialize within 8 s",
             "MCP server 'exit' failed to start: exited: fatal: token *** was refused",
             f"MCP server 'nocwd' failed to start: working directory "
             f"{str(tmp_path / 'gone')!r} does not exist",
