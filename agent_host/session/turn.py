@@ -18,7 +18,7 @@ import attrs
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import CheckpointConflictError
+from .errors import CheckpointConflictError, LeaseLost
 from .model import (
     RAW_ARGUMENTS_KEY,
     Finish,
@@ -107,7 +107,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
     except asyncio.CancelledError:
         await turn.close("cancelled")
         return turn.result("cancelled")
-    except CheckpointConflictError:
+    except (CheckpointConflictError, LeaseLost):
         raise  # another writer owns the log now: it is not ours to close
     except BaseException:
         await turn.close("error")
