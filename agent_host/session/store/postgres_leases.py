@@ -227,7 +227,7 @@ class AdvisoryLeases:
                     self._drop()
             try:
                 self._connection()
-            except (StoreUnavailable, psycopg.OperationalError) as exc:
+            except (StoreUnavailable, psycopg.Error) as exc:
                 self._drop()
                 now = time.monotonic()
                 self._unreachable_since = self._unreachable_since or now
