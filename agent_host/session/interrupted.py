@@ -22,14 +22,13 @@ async def close_interrupted_turn(state: SessionState) -> bool:
     """Close the session's last turn if nothing did; whether there was one. Call it
     holding the session's lease."""
     await state.refresh(full=False)
-    prompt = await _open_prompt(state)
-    if prompt is None:
+    turn = await _open_turn(state)
+    if turn is None:
         return False
-    after = state.since(prompt.seq)
-    answered = {e.call_id for e in after if type(e) is ev.ToolResult}
+    answered = {e.call_id for e in turn if type(e) is ev.ToolResult}
     records: list[ev.Event] = [
         ev.ToolResult(call_id=e.call_id, output=INTERRUPTED, is_error=True)
-        for e in after
+        for e in turn
         if type(e) is ev.ToolCall and e.call_id not in answered
     ]
     records.append(ev.TurnEnd(stop_reason="error"))
@@ -38,25 +37,29 @@ async def close_interrupted_turn(state: SessionState) -> bool:
     return True
 
 
-async def _open_prompt(state: SessionState) -> ev.UserPrompt | None:
-    """The prompt of a turn still open at the head, if there is one."""
-    if not state.loaded:
-        # Resumed from a snapshot: the head event alone answers the usual case (a
-        # log that ends in a turn_end); anything else looks further back.
-        last = await state.store.read(state.id, since_seq=max(state.head - 1, 0))
-        if not last or type(last[0]) in _CLOSED_BY:
-            return None
-        if _is_turn_prompt(last[0]) and last[0].seq == state.head:
-            return last[0]  # type: ignore[return-value]
-        await state.load()
-    for event in reversed(state.events):
+async def _open_turn(state: SessionState) -> list[ev.Event] | None:
+    """The events of a turn still open at the head, from its prompt on; None if none is."""
+    if state.loaded:
+        return _scan(state.events)[1]
+    # Resumed from a snapshot: the last few events answer the usual case (a log that
+    # ends in a turn_end); windows four times larger each time until one decides.
+    # The state is left as it is, not loaded.
+    size = 8
+    while True:
+        since = max(state.head - size, 0)
+        decided, turn = _scan(await state.store.read(state.id, since_seq=since))
+        if decided or since == 0:
+            return turn
+        size *= 4
+
+
+def _scan(events: list[ev.Event]) -> tuple[bool, list[ev.Event] | None]:
+    """Whether ``events`` (the end of a log) decide, and the open turn's events."""
+    for n in range(len(events) - 1, -1, -1):
+        event = events[n]
         if type(event) in _CLOSED_BY:
-            return None
-        if _is_turn_prompt(event):
-            return event  # type: ignore[return-value]
-    return None
-
-
-def _is_turn_prompt(event: ev.Event) -> bool:
-    # A prompt with an item was added by the Agents SDK (add_items): no turn of ours.
-    return type(event) is ev.UserPrompt and event.item is None
+            return True, None
+        # A prompt with an item was added by the Agents SDK (add_items): no turn of ours.
+        if type(event) is ev.UserPrompt and event.item is None:
+            return True, events[n:]
+    return False, None
