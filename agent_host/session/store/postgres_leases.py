@@ -60,8 +60,10 @@ class _Holding:
 
     __slots__ = ("session_id", "key", "epoch", "task", "loop", "active", "lost", "stopped")
 
-    def __init__(self, session_id: str, key: int, epoch: int) -> None:
-        self.session_id, self.key, self.epoch = session_id, key, epoch
+    def __init__(self, session_id: str, key: int) -> None:
+        self.session_id, self.key = session_id, key
+        self.epoch = 0
+        """Set once taken."""
         self.task = asyncio.current_task()
         self.loop = asyncio.get_running_loop()
         self.active = True
@@ -101,18 +103,19 @@ class AdvisoryLeases:
     @asynccontextmanager
     async def hold(self, session_id: str) -> AsyncIterator[None]:
         async with self._local.hold(session_id):
-            key = lock_key("turn", self._target.schema, session_id)
-            epoch = await asyncio.to_thread(self._take, key, session_id)
-            if epoch is None:
+            holding = _Holding(session_id, lock_key("turn", self._target.schema, session_id))
+            take = asyncio.ensure_future(asyncio.to_thread(self._take, holding))
+            try:
+                taken = await asyncio.shield(take)
+            except asyncio.CancelledError:
+                take.add_done_callback(lambda _: self._give_back(holding, take))
+                raise
+            if not taken:
                 raise TurnInProgress(
                     f"a turn is running in session {session_id!r} in another process "
                     "(another editor window, or another host on this database); wait "
                     "for it to end or cancel it there"
                 )
-            holding = _Holding(session_id, key, epoch)
-            with self._held_mutex:
-                self._held[session_id] = holding
-                self._watch()
             try:
                 yield
             except BaseException as exc:
@@ -133,21 +136,39 @@ class AdvisoryLeases:
                 with self._held_mutex:
                     self._held.pop(session_id, None)
                 if not holding.lost:
-                    await asyncio.to_thread(self._release, key)
+                    await asyncio.to_thread(self._release, holding.key)
 
-    def _take(self, key: int, session_id: str) -> int | None:
+    def _take(self, holding: _Holding) -> bool:
+        """Take the lease with a new epoch, and hold it: registered before the
+        mutex is let go, so a connection replaced after is sure to take it back."""
+        row = None
         with self._mutex:
             for attempt in (1, 2):
                 try:
                     conn = self._connection()
-                    row = conn.execute(self._take_q, (key, session_id, None)).fetchone()
-                    return None if row is None else row[0]
+                    args = (holding.key, holding.session_id, None)
+                    row = conn.execute(self._take_q, args).fetchone()
+                    break
                 except psycopg.OperationalError as exc:
                     # The lease connection died (its locks went with it): one fresh try.
                     self._drop()
                     if attempt == 2:
                         raise unavailable(self._target, "take a turn lease in", exc) from exc
-            return None
+            if row is None or row[0] is None:
+                return False
+            holding.epoch = row[0]
+            with self._held_mutex:
+                self._held[holding.session_id] = holding
+                self._watch()
+            return True
+
+    def _give_back(self, holding: _Holding, take: asyncio.Future[bool]) -> None:
+        """Release a lease taken for a taker that was cancelled meanwhile."""
+        if take.cancelled() or take.exception() is not None or not take.result():
+            return
+        with self._held_mutex:
+            self._held.pop(holding.session_id, None)
+        holding.loop.run_in_executor(None, self._release, holding.key)
 
     def _release(self, key: int) -> None:
         with self._mutex:

@@ -93,6 +93,13 @@ def lease_holder(database: str, schema: str) -> int | None:
     return None if row is None else row[0]
 
 
+def taken_epoch(database: str, schema: str) -> int | None:
+    with psycopg.connect(database, autocommit=True) as conn:
+        row = conn.execute(f"SELECT epoch FROM {schema}.leases WHERE session_id = %s", (SID,))
+        found = row.fetchone()
+    return None if found is None else found[0]
+
+
 async def wait_for(check, what: str, seconds: float = 60):
     for _ in range(int(seconds / 0.05)):
         found = await asyncio.to_thread(check)
@@ -256,6 +263,24 @@ async def test_writes_under_a_lease_taken_since_are_refused(database):
                 assert await b.append(SID, [ev.UserPrompt(text="B")], expected_head=3) == 4
             # Unfenced writes (no lease held by the writer) are as before.
             assert await b.append(SID, [ev.AssistantMessage(text="free")]) == 5
+    finally:
+        await backend.close_all()
+
+
+async def test_a_take_whose_taker_was_cancelled_meanwhile_is_given_back(database):
+    backend = postgres_backend(database)
+    a, b = backend.open(), backend.open()
+    try:
+        with a._leases._mutex:  # A's take waits here while its taker is cancelled
+            entering = asyncio.ensure_future(a.turn_lease(SID).__aenter__())
+            await asyncio.sleep(0.2)
+            entering.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await entering
+        await wait_for(lambda: taken_epoch(database, a.schema) is not None, "A's take")
+        await wait_for(lambda: lease_holder(database, a.schema) is None, "A giving it back")
+        async with b.turn_lease(SID):
+            pass
     finally:
         await backend.close_all()
 
