@@ -27,6 +27,7 @@ class ErrorCode(IntEnum):
     SNAPSHOT_UNAVAILABLE = -32010
     IO_ERROR = -32011
     HOST_CLOSED = -32012
+    LEASE_LOST = -32013
 
 
 _CODES: dict[type[Exception], ErrorCode] = {
@@ -44,6 +45,7 @@ _CODES: dict[type[Exception], ErrorCode] = {
     session_errors.UnsupportedStore: ErrorCode.INVALID_PARAMS,
     session_errors.McpConfigError: ErrorCode.INVALID_PARAMS,
     session_errors.TurnInProgress: ErrorCode.TURN_IN_PROGRESS,
+    session_errors.LeaseLost: ErrorCode.LEASE_LOST,
     session_errors.ModelError: ErrorCode.MODEL_ERROR,
     session_errors.CapabilityUnsupported: ErrorCode.UNSUPPORTED_CAPABILITY,
     session_errors.HostClosed: ErrorCode.HOST_CLOSED,

@@ -107,6 +107,13 @@ class TurnInProgress(AgentHostError):
     """A turn is already running in this session; one turn at a time."""
 
 
+class LeaseLost(AgentHostError):
+    """The turn lease was lost while held: its database connection died and the
+    lease was taken by another host, or could not be taken back. Nothing more is
+    written under it and the operation stopped; the next turn in the session closes
+    what this one left open."""
+
+
 class HostClosed(AgentHostError):
     """The host was closed: its model connections and store are released. Open a
     new one (or resume the session from its State) to go on."""

@@ -22,6 +22,7 @@ from .checkpoints import Checkpoint, checkpoints
 from .compaction import CompactResult, compact_session
 from .environment import EnvironmentPolicy, as_policy, using_policy
 from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
+from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of
@@ -324,6 +325,7 @@ class AgentHost:
         )
         async with self.store.turn_lease(sid):
             await _finish_pending(state, self.workspace)
+            await close_interrupted_turn(state)
             # Set for this turn's task only: the workspace (whoever made it) and
             # the MCP servers the turn starts read them.
             with using_policy(self.shell_environment), tracking(self._processes):

@@ -19,7 +19,7 @@ import attrs
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, ToolError
+from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, LeaseLost, ToolError
 from .limits import MAX_FILE_BYTES
 from .model import (
     RAW_ARGUMENTS_KEY,
@@ -111,7 +111,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
     except asyncio.CancelledError:
         await turn.close("cancelled")
         return turn.result("cancelled")
-    except CheckpointConflictError:
+    except (CheckpointConflictError, LeaseLost):
         raise  # another writer owns the log now: it is not ours to close
     except BaseException:
         await turn.close("error")

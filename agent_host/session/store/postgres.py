@@ -5,7 +5,8 @@ returns it), checks the head, inserts the events -- the ``(session_id, seq)``
 primary key makes a duplicate seq impossible -- updates the summary ``list()``
 reads and notifies the other hosts, all before one commit (``synchronous_commit``
 on: durable when acknowledged). Blobs live in the same database (see
-postgres_blobs), turn leases are advisory locks (postgres_leases), and
+postgres_blobs), turn leases are advisory locks fenced by epochs (postgres_leases:
+a write made under a lease another holder has since taken is refused), and
 LISTEN/NOTIFY tells every store holding a session that another appended to it
 (postgres_watch). URLs, pooling and errors: postgres_conn.
 """
@@ -28,7 +29,7 @@ from ..errors import SessionNotFound, StoreUnavailable
 from .base import ListCursor, SessionInfo, StoreBase, Truncation
 from .postgres_blobs import PostgresBlobStore
 from .postgres_conn import Pool, Target, connect, unavailable
-from .postgres_leases import AdvisoryLeases
+from .postgres_leases import AdvisoryLeases, lease_lost
 from .postgres_schema import migrate
 from .postgres_watch import Watcher, channel
 from .summary import Summary, summarize
@@ -86,17 +87,19 @@ class PostgresCheckpointer(StoreBase):
         self, session_id: str, events: list[ev.Event], expected_head: int | None
     ) -> int:
         ts = time.time()
+        epoch = self._leases.epoch(session_id)
         if events:
             effect = _batch_effect(events)
             rests = _after_seq(events, ts)
             if effect is not None and rests is not None:
-                return self._append_batch(session_id, rests, expected_head, ts, effect)
+                return self._append_batch(session_id, rests, expected_head, ts, effect, epoch)
         q = self._q
         committing = False
         new_head = 0
         last: bytes = b""
         try:
             with self._pool.connection("append to") as conn:
+                self._fence(conn, session_id, epoch)
                 row = conn.execute(q.lock_session, (session_id,)).fetchone()
                 summary = _summary(row)
                 head = summary.head
@@ -136,6 +139,7 @@ class PostgresCheckpointer(StoreBase):
         expected: int | None,
         ts: float,
         effect: tuple[int, str | None, str, str | None],
+        epoch: int | None,
     ) -> int:
         """An append in one statement (append_batch): one round trip, its own
         transaction, the session's row locked only while the server runs it -- so
@@ -160,11 +164,14 @@ class PostgresCheckpointer(StoreBase):
                             workspace,
                             self._channel,
                             self.origin,
+                            epoch,
                         ),  # fmt: skip
                     ).fetchone()
                 except psycopg.Error as exc:
                     if exc.sqlstate == "AH409":
                         self.check_head(session_id, expected, int(str(exc.diag.message_primary)))
+                    if exc.sqlstate == "AH410":
+                        raise lease_lost(session_id) from exc
                     raise
                 finally:
                     if not conn.broken:
@@ -177,6 +184,18 @@ class PostgresCheckpointer(StoreBase):
                 landed = self._landed_at(session_id, rests[-1])
                 if landed is not None:
                     return landed
+            raise
+
+    def _fence(self, conn: psycopg.Connection, session_id: str, epoch: int | None) -> None:
+        """In ``conn``'s transaction: refuse a write under a lease another holder
+        has taken since (LeaseLost), and keep any from taking it until the commit."""
+        if epoch is None:
+            return
+        try:
+            conn.execute(self._q.check_lease, (session_id, epoch))
+        except psycopg.Error as exc:
+            if exc.sqlstate == "AH410":
+                raise lease_lost(session_id) from exc
             raise
 
     def _landed_at(self, session_id: str, rest: bytes) -> int | None:
@@ -246,17 +265,22 @@ class PostgresCheckpointer(StoreBase):
 
     def _delete(self, session_id: str) -> None:
         q = self._q
+        epoch = self._leases.epoch(session_id)
         with self._pool.connection("delete from") as conn:
+            self._fence(conn, session_id, epoch)
             if conn.execute(q.delete_session, (session_id,)).fetchone() is None:
                 raise SessionNotFound(session_id)
             conn.execute(q.delete_events, (session_id, 0))
             conn.execute(q.delete_truncations, (session_id,))
             conn.execute(q.delete_snapshot, (session_id,))
+            conn.execute(q.delete_lease, (session_id,))
             conn.execute(q.notify, (self._channel, self._payload(session_id, 0)))
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         q = self._q
+        epoch = self._leases.epoch(session_id)
         with self._pool.connection("truncate in") as conn:
+            self._fence(conn, session_id, epoch)
             row = conn.execute(q.lock_existing, (session_id,)).fetchone()
             head = row[0] if row else 0
             if head == 0:
@@ -407,8 +431,10 @@ class _Queries:
         )
         self.notify = q("SELECT pg_notify(%s, %s)")
         self.append_batch = q(
-            "SELECT {s}.append_batch(%s, %s, %s::bytea[], %s, %s, %s, %s, %s, %s, %s)"
+            "SELECT {s}.append_batch(%s, %s, %s::bytea[], %s, %s, %s, %s, %s, %s, %s, %s::bigint)"
         )
+        self.check_lease = q("SELECT {s}.check_lease(%s, %s)")
+        self.delete_lease = q("DELETE FROM {s}.leases WHERE session_id = %s")
         # The ts in a batch's JSON is to the microsecond: its last event is found by it.
         self.find_rest = q(
             "SELECT seq FROM {s}.events WHERE session_id = %s AND position(%s IN data) > 0 "

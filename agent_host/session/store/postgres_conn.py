@@ -20,6 +20,7 @@ import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
@@ -73,11 +74,12 @@ class Target:
         return self.url
 
 
-def connect(target: Target, autocommit: bool = False) -> psycopg.Connection:
-    """A new connection of the store's own (not pooled): the lease and listener ones."""
+def connect(target: Target, autocommit: bool = False, **params: Any) -> psycopg.Connection:
+    """A new connection of the store's own (not pooled): the lease and listener ones.
+    ``params`` are libpq's, over the URL's (the lease's keepalives)."""
     try:
         conn = psycopg.connect(
-            target.conninfo, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT
+            target.conninfo, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT, **params
         )
     except psycopg.Error as exc:
         raise unavailable(target, "connect to", exc) from exc

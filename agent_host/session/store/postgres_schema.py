@@ -125,6 +125,74 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
     );
     CREATE INDEX blob_pins_by_blob ON {s}.blob_pins (blob_id);
     """,
+    # 5: fenced turn leases (see postgres_leases). Each take of a session's lease gets
+    # a new epoch from one sequence, never reused, even after a delete; writes made
+    # under a lease pass it, and are refused (SQLSTATE AH410, the epoch found as the
+    # message) once another holder took the lease. Epochs are taken and checked under
+    # the per-session transaction lock append_batch queues on, so a take and a write
+    # never overlap: a write either commits before the take or is refused.
+    (
+        "CREATE SEQUENCE {s}.lease_epochs",
+        "CREATE TABLE {s}.leases (session_id text PRIMARY KEY, epoch bigint NOT NULL)",
+        """
+    CREATE FUNCTION {s}.check_lease(p_id text, p_epoch bigint) RETURNS void
+    LANGUAGE plpgsql AS $body$
+    DECLARE
+        found_epoch bigint;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1096, hashtext(p_id));
+        IF p_epoch IS NULL THEN
+            RETURN;  -- a write made under no lease (a fork, a tool): the head checks it
+        END IF;
+        SELECT epoch INTO found_epoch FROM {s}.leases WHERE session_id = p_id;
+        IF found_epoch IS DISTINCT FROM p_epoch THEN
+            RAISE EXCEPTION USING ERRCODE = 'AH410', MESSAGE = COALESCE(found_epoch::text, '');
+        END IF;
+    END
+    $body$
+    """,
+        # p_epoch NULL: a new take, a new epoch; else the holder taking its lease
+        # back on a new connection, only if no one took it meanwhile. NULL: not taken.
+        """
+    CREATE FUNCTION {s}.take_lease(p_key bigint, p_id text, p_epoch bigint) RETURNS bigint
+    LANGUAGE plpgsql AS $body$
+    DECLARE
+        taken bigint;
+    BEGIN
+        IF NOT pg_try_advisory_lock(p_key) THEN
+            RETURN NULL;
+        END IF;
+        PERFORM pg_advisory_xact_lock(1096, hashtext(p_id));
+        IF p_epoch IS NULL THEN
+            taken := nextval('{s}.lease_epochs');
+            INSERT INTO {s}.leases (session_id, epoch) VALUES (p_id, taken)
+            ON CONFLICT (session_id) DO UPDATE SET epoch = excluded.epoch;
+            RETURN taken;
+        END IF;
+        IF EXISTS (SELECT 1 FROM {s}.leases WHERE session_id = p_id AND epoch = p_epoch) THEN
+            RETURN p_epoch;
+        END IF;
+        PERFORM pg_advisory_unlock(p_key);
+        RETURN NULL;
+    END
+    $body$
+    """,
+        # append_batch with the writer's epoch; the one of step 2 stays for hosts
+        # that ran it before this step (they write unfenced until upgraded).
+        """
+    CREATE FUNCTION {s}.append_batch(
+        p_id text, p_expected bigint, p_rests bytea[], p_ts double precision,
+        p_prompts integer, p_set_title text, p_first_title text, p_workspace text,
+        p_channel text, p_origin text, p_epoch bigint
+    ) RETURNS bigint LANGUAGE plpgsql AS $body$
+    BEGIN
+        PERFORM {s}.check_lease(p_id, p_epoch);
+        RETURN {s}.append_batch(p_id, p_expected, p_rests, p_ts, p_prompts, p_set_title,
+                                p_first_title, p_workspace, p_channel, p_origin);
+    END
+    $body$
+    """,
+    ),
 ]
 
 

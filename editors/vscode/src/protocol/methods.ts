@@ -40,6 +40,7 @@ export const ErrorCode = {
     SNAPSHOT_UNAVAILABLE: -32010,
     IO_ERROR: -32011,
     HOST_CLOSED: -32012,
+    LEASE_LOST: -32013,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCode;
