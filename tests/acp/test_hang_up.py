@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -57,13 +58,17 @@ def test_an_agent_whose_client_stopped_reading_and_left_exits(tmp_path, workspac
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     agent = int(client.stdout.readline())
-    assert client.wait(timeout=60) == 0
-    deadline = time.monotonic() + EXIT_BOUND
-    while not _ended(agent) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if not _ended(agent):
-        os.kill(agent, 9)
-        pytest.fail(f"the {dialect} agent was still running {EXIT_BOUND} s after its client left")
+    try:
+        assert client.wait(timeout=60) == 0
+        deadline = time.monotonic() + EXIT_BOUND
+        while not _ended(agent) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _ended(agent), f"the {dialect} agent ran {EXIT_BOUND} s after its client left"
+    finally:  # nothing of the test outlives it, whatever failed
+        client.kill()
+        client.wait()
+        if not _ended(agent):
+            os.kill(agent, signal.SIGKILL)
 
 
 async def test_hanging_up_mid_turn_closes_the_turn(tmp_path, workspace):
