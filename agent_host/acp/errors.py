@@ -16,6 +16,7 @@ from acp import RequestError
 from pydantic import ValidationError
 
 from ..rpc.errors import ErrorCode, error_code
+from ..rpc.limits import REPORTED_PROBLEMS, clip
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +79,32 @@ def ext_params(model: Any, params: dict[str, Any]) -> Any:
             f"{field}: {first['msg']}",
             {"errors": exc.errors(include_url=False, include_context=False)},
         ) from None
+
+
+def bounded_error(error: dict[str, Any]) -> dict[str, Any]:
+    """An error object as it is sent: short, whatever the params were.
+
+    The SDK answers params its schema rejects with all of pydantic's errors in
+    ``data``, each with the offending input -- a 3 MiB string echoed whole, a
+    million errors for a million bad items. Kept: the first few, without inputs,
+    the rest counted, and the message naming the first field.
+    """
+    message = str(error.get("message", ""))
+    data = error.get("data")
+    if isinstance(data, dict) and isinstance(data.get("errors"), list):
+        problems = [e for e in data["errors"] if isinstance(e, dict)][: REPORTED_PROBLEMS + 1]
+        total = len(data["errors"])
+        kept = [{k: e[k] for k in ("type", "loc", "msg") if k in e} for e in problems]
+        kept = kept[:REPORTED_PROBLEMS]
+        data = {**data, "errors": kept}
+        if total > len(kept):
+            data["more"] = total - len(kept)
+        if kept and ":" not in message:
+            first = kept[0]
+            field = ".".join(str(p) for p in first.get("loc", ())) or "params"
+            more = f" (and {data['more']} more problems)" if "more" in data else ""
+            message = f"{message}: {field}: {first.get('msg', '')}{more}"
+    bounded = {**error, "message": clip(message)}
+    if data is not None:
+        bounded["data"] = data
+    return bounded

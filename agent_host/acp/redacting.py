@@ -1,32 +1,17 @@
 """The ACP stdout with the process's secrets masked in what the agent answers and
 notifies (redaction.py), as the LSP front end's ``AgentProtocol._send_data`` does.
 
-The SDK writes one newline-terminated JSON message per ``write``. Requests to the
-client pass unchanged: ``fs/write_text_file`` carries file text that must reach the
-file whole, and ``terminal/create`` the command's own environment.
+The transport (wire.py) passes each newline-terminated message through
+:func:`masked_line` before writing it. Requests to the client pass unchanged:
+``fs/write_text_file`` carries file text that must reach the file whole, and
+``terminal/create`` the command's own environment.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from ..session.redaction import SECRETS
-
-
-def redact_writes(writer: asyncio.StreamWriter) -> asyncio.StreamWriter:
-    """``writer``, its messages masked before they are written.
-
-    The SDK insists on a real ``asyncio.StreamWriter`` (an isinstance check), so the
-    instance's ``write`` is wrapped rather than the writer proxied.
-    """
-    write = writer.write
-
-    def masked_write(data: bytes) -> None:
-        write(masked_line(data))
-
-    writer.write = masked_write  # type: ignore[method-assign]
-    return writer
 
 
 def masked_line(data: bytes) -> bytes:

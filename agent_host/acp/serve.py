@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import acp
 import attrs
-from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
-from acp.stdio import stdio_streams
 
 from ..service import SessionService
 from ..session.approval import Approval
 from .agent import AcpAgent
 from .port import AcpPort
-from .redacting import redact_writes
+from .wire import stdio_transport
 
 if TYPE_CHECKING:
     from ..session.mcp import McpServerConfig
@@ -40,7 +38,11 @@ class AcpOptions:
 
 
 async def serve_stdio(options: AcpOptions) -> None:
-    """Serve one client on stdio; stdout carries the protocol and nothing else."""
+    """Serve one client on stdio; stdout carries the protocol and nothing else.
+
+    Until the client is gone (wire.py): then the running turns are cancelled and
+    the sessions closed, and this returns.
+    """
     port = AcpPort()
     # Made before the connection: a bad store or model fails here, on stderr.
     service = SessionService(
@@ -58,8 +60,7 @@ async def serve_stdio(options: AcpOptions) -> None:
     agent = AcpAgent(service, port)
     try:
         # fork, resume and close are "unstable" in the SDK: off unless asked for.
-        reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-        await acp.run_agent(agent, redact_writes(writer), reader, use_unstable_protocol=True)
+        await acp.run_agent(agent, await stdio_transport(), use_unstable_protocol=True)
     finally:
         await agent.close()
         await service.shutdown()

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    _redact_secrets()
+    _redact_secrets(getattr(args, "store", None))
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -74,12 +74,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _redact_secrets() -> None:
-    """Secrets of the environment known, and masked in every log line."""
+def _redact_secrets(store: str | None) -> None:
+    """Secrets of the environment and the store URL's password (--store, or the
+    variable it defaults to) known, and masked in every log line: the first line
+    that shows the URL -- the initialize request ``run`` sends its child server --
+    is logged before any store is opened."""
     from ..session.environment import DEFAULT_POLICY
-    from ..session.redaction import install_log_filter
+    from ..session.redaction import SECRETS, install_log_filter
 
     DEFAULT_POLICY.register_secrets()
+    SECRETS.add_url(store)
     install_log_filter()
 
 

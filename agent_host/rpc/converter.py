@@ -1,23 +1,33 @@
 """The cattrs converter between wire JSON (camelCase) and the attrs types.
 
 Structuring is strict: a string where a number belongs is an error, not a
-conversion, and every error names the field it is about.
+conversion, and every error names the field it is about. It is also bounded: a
+value of the wrong kind is one error (a 3 MiB string where an array belongs was
+taken item by item, a million errors), an array holds at most
+``limits.MAX_LIST_ITEMS``, and a message names the first few problems and
+counts the rest.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import attrs
 import cattrs
+from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..session.errors import AgentHostError
+from .limits import MAX_LIST_ITEMS, REPORTED_PROBLEMS, clip
 
 
 class InvalidParams(AgentHostError, ValueError):
     """Params that do not fit the method: the message names the field."""
+
+
+class _Uncounted(TypeError):
+    """Stands for the invalid items of an array past the ones reported."""
 
 
 def camel(name: str) -> str:
@@ -64,13 +74,24 @@ def make_converter() -> cattrs.Converter:
         return value
 
     converter.register_structure_hook_func(lambda t: t == dict[str, Any], structure_dict)
+    converter.register_structure_hook_factory(
+        lambda t: get_origin(t) is list, lambda t: _list_structure(converter, t)
+    )
 
     def camel_fields(cls: type) -> dict[str, Any]:
         return {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
 
-    converter.register_structure_hook_factory(
-        attrs.has, lambda cls: make_dict_structure_fn(cls, converter, **camel_fields(cls))
-    )
+    def attrs_structure(cls: type) -> Any:
+        fields = make_dict_structure_fn(cls, converter, **camel_fields(cls))
+
+        def structure_object(value: Any, _: type) -> Any:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected an object, got {_json_type(value)}")
+            return fields(value, cls)
+
+        return structure_object
+
+    converter.register_structure_hook_factory(attrs.has, attrs_structure)
     converter.register_unstructure_hook_factory(
         attrs.has,
         lambda cls: make_dict_unstructure_fn(
@@ -78,6 +99,38 @@ def make_converter() -> cattrs.Converter:
         ),
     )
     return converter
+
+
+def _list_structure(converter: cattrs.Converter, list_type: Any) -> Any:
+    """An array's hook: anything but a JSON array is one error, so is one too long;
+    items are structured one by one, the first few failures kept and the rest
+    counted."""
+    (item_type,) = get_args(list_type) or (Any,)
+
+    def structure_list(value: Any, _: type) -> list:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {_json_type(value)}")
+        if len(value) > MAX_LIST_ITEMS:
+            raise TypeError(f"expected at most {MAX_LIST_ITEMS} items, got {len(value)}")
+        item = converter.get_structure_hook(item_type)
+        items, failures, uncounted = [], [], 0
+        for index, element in enumerate(value):
+            try:
+                items.append(item(element, item_type))
+            except Exception as exc:
+                if len(failures) < REPORTED_PROBLEMS:
+                    note = f"Structuring {list_type} @ index {index}"
+                    exc.add_note(IterableValidationNote(note, index, item_type))
+                    failures.append(exc)
+                else:
+                    uncounted += 1
+        if uncounted:
+            failures.append(_Uncounted(f"and {uncounted} more invalid items"))
+        if failures:
+            raise IterableValidationError("invalid items", failures, list_type)
+        return items
+
+    return structure_list
 
 
 converter = make_converter()
@@ -92,8 +145,12 @@ def structure(data: Any, cls: type) -> Any:
     try:
         return converter.structure(data, cls)
     except cattrs.BaseValidationError as exc:
-        messages = cattrs.transform_error(exc, format_exception=_explain)
-        raise InvalidParams("invalid params: " + "; ".join(map(_describe, messages))) from None
+        messages = [_describe(m) for m in cattrs.transform_error(exc, format_exception=_explain)]
+        # (one over: an array's own "and N more invalid items" stays whole)
+        if len(messages) > REPORTED_PROBLEMS + 1:
+            more = len(messages) - REPORTED_PROBLEMS
+            messages = [*messages[:REPORTED_PROBLEMS], f"and {more} more problems"]
+        raise InvalidParams(clip("invalid params: " + "; ".join(messages))) from None
 
 
 def unstructure(value: Any) -> Any:
@@ -101,6 +158,8 @@ def unstructure(value: Any) -> Any:
 
 
 def _explain(exc: BaseException, _type: Any) -> str:
+    if isinstance(exc, _Uncounted):
+        return str(exc)
     if isinstance(exc, KeyError):
         return "is required"
     if "not in literal" in str(exc):
@@ -116,4 +175,4 @@ def _describe(message: str) -> str:
     text, _, path = message.rpartition(" @ ")
     field = re.sub(r"^\$\.?", "", path) or "params"
     field = re.sub(r"[a-z0-9]+(?:_[a-z0-9]+)+", lambda m: camel(m.group(0)), field)
-    return f"{field}: {text}"
+    return clip(f"{field}: {text}", 200)

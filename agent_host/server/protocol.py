@@ -22,8 +22,9 @@ from pygls.protocol import (
 from .. import __version__
 from ..rpc import methods
 from ..rpc.errors import ErrorCode, error_code
+from ..rpc.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid_message, is_id
 from ..session.redaction import SECRETS
-from .stdio import INVALID_REQUEST, PARSE_ERROR, REFUSED_KEY
+from .stdio import REFUSED_KEY
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,17 @@ class AgentProtocol(LanguageServerProtocol):
     after ``shutdown``. A request without params has ``params: null``.
     """
 
+    client_gone = False
+    """stdout failed (EPIPE): nobody reads the answers any more."""
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         return data
 
     def handle_message(self, message: Any) -> None:
+        if self.client_gone:
+            return  # what was read before the client left is not worked on
+        if isinstance(message, dict) and message.get("method") == types.INITIALIZE:
+            _register_store_password(message.get("params"))
         if isinstance(message, dict) and isinstance(message.get(REFUSED_KEY), dict):
             refused = message[REFUSED_KEY]
             self.send_error(None, refused.get("code", PARSE_ERROR), str(refused.get("message")))
@@ -72,7 +80,7 @@ class AgentProtocol(LanguageServerProtocol):
         if problem is not None:
             log.warning("invalid message %.200r: %s", message, problem)
             msg_id = message.get("id") if isinstance(message, dict) else None
-            self.send_error(msg_id if _is_id(msg_id) else None, INVALID_REQUEST, problem)
+            self.send_error(msg_id if is_id(msg_id) else None, INVALID_REQUEST, problem)
             return
         if "method" in message:
             if self._shutdown and "id" in message and message["method"] != types.EXIT:
@@ -111,9 +119,24 @@ class AgentProtocol(LanguageServerProtocol):
         """Every response and notification with the process's secrets masked
         (redaction.py). Requests to the client are sent as they are: a
         ``workspace/applyEdit`` carries file text that must reach the file whole."""
+        if self.client_gone:
+            return
         if SECRETS and not _is_request(data):
             data = self._masked(data)
-        super()._send_data(data)
+        try:
+            super()._send_data(data)
+        except BrokenPipeError:
+            self._hang_up()
+
+    def _hang_up(self) -> None:
+        """The client closed its end of stdout: the requests it sent are cancelled
+        rather than each worked on and failing to answer (a flood of them kept the
+        server busy long after the client left); stdin's end then closes the host
+        (``AgentServer.close_on_hang_up``)."""
+        log.warning("the client is gone (stdout: broken pipe): cancelling its requests")
+        self.client_gone = True
+        for future in list(self._request_futures.values()):
+            future.cancel()
 
     def _masked(self, data: Any) -> Any:
         if isinstance(data, dict):
@@ -142,6 +165,14 @@ class AgentProtocol(LanguageServerProtocol):
         return result
 
 
+def _register_store_password(params: Any) -> None:
+    """The store URL's password masked in every log line from now on: pygls logs
+    the whole initialize params (``initialization_options=...``) before our
+    handler opens the store, where the store would have registered it."""
+    if isinstance(params, dict) and isinstance(params.get("initializationOptions"), dict):
+        SECRETS.add_url(params["initializationOptions"].get("store"))
+
+
 def _plain(value: Any) -> bool:
     return value is None or isinstance(value, dict | list | str | int | float)
 
@@ -151,31 +182,6 @@ def _is_request(data: Any) -> bool:
     if isinstance(data, dict):
         return "method" in data and "id" in data
     return getattr(data, "method", None) is not None and getattr(data, "id", None) is not None
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, (int, str)) and not isinstance(value, bool)
-
-
-def invalid_message(message: Any) -> str | None:
-    """Why ``message`` is no JSON-RPC 2.0 request, notification or response, if not."""
-    if isinstance(message, list):
-        return "batches are not supported: send one message per frame"
-    if not isinstance(message, dict):
-        return "a message is a JSON object"
-    if message.get("jsonrpc") != "2.0":
-        return 'a message has "jsonrpc": "2.0"'
-    if "id" in message and not _is_id(message["id"]):
-        return "an id is a string or an integer"
-    if "method" in message:
-        if not isinstance(message["method"], str):
-            return "the method is a string"
-        return None
-    if "id" not in message:
-        return "a message has a method, or is a response with an id"
-    if ("result" in message) == ("error" in message):
-        return "a response has either a result or an error"
-    return None
 
 
 def to_wire(exc: Exception) -> JsonRpcException:

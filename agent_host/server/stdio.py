@@ -9,14 +9,15 @@ import re
 from collections.abc import Callable
 from typing import BinaryIO
 
+from ..rpc.jsonrpc import INVALID_REQUEST, PARSE_ERROR
+from ..rpc.limits import LARGEST_MESSAGE
+
 CHUNK = 1 << 20
-LARGEST_FRAME = 256 << 20
+LARGEST_FRAME = LARGEST_MESSAGE
 LONGEST_HEADER_LINE = 8 << 10
 REFUSED_KEY = "agentHost/refused"
 """What a refused frame reads as: ``{"jsonrpc": "2.0", REFUSED_KEY: {code, message}}``,
 which the protocol answers with that error and id null."""
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
 
 # A header inside a body means the body's Content-Length ran past its end: a raw
 # line break never occurs in a JSON string, and the header is no JSON outside one.

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from .test_jsonrpc import rss_kib
-from .wire import frame, raw_server
+from .wire import frame, raw_server, status_kib
 
 BATCHES = 50
 PER_BATCH = 220  # 11,000 frames in all
@@ -65,7 +64,7 @@ def test_ten_thousand_frames_to_one_server(tmp_path, workspace):
     frames = 0
     with raw_server(tmp_path, workspace) as server:
         server.probe()
-        before = rss_kib(server.proc.pid)
+        before = status_kib(server.proc.pid)
         peak = before
         started = time.monotonic()
 
@@ -97,7 +96,7 @@ def test_ten_thousand_frames_to_one_server(tmp_path, workspace):
             frames += len(pieces)
             server.write(bytes(out))
             server.probe()
-            peak = max(peak, rss_kib(server.proc.pid))
+            peak = max(peak, status_kib(server.proc.pid))
 
         batch()
         print(f"{frames} frames, {len(expected)} requests, RSS +{(peak - before) // 1024} MiB")

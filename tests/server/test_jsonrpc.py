@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .wire import RawServer, frame, raw_server
+from .wire import RawServer, frame, raw_server, status_kib
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -98,26 +98,19 @@ def _model(tmp_path: Path) -> str:
     return write_script(tmp_path / "s.json", [{"text": "ok"}])
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.slow
 def test_a_200_mb_header_line_does_not_grow_the_server(tmp_path, workspace):
     with raw_server(tmp_path, workspace) as server:
         server.probe()
-        before = rss_kib(server.proc.pid)
+        before = status_kib(server.proc.pid)
         chunk = b"X" * (1 << 20)
         peak = before
         for i in range(200):
             server.write(chunk)
             if i % 20 == 0:
-                peak = max(peak, rss_kib(server.proc.pid))
+                peak = max(peak, status_kib(server.proc.pid))
         server.probe()
-        peak = max(peak, rss_kib(server.proc.pid))
+        peak = max(peak, status_kib(server.proc.pid))
         assert peak - before < 20 * 1024, f"RSS grew by {(peak - before) // 1024} MiB"
 
 

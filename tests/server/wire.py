@@ -48,6 +48,14 @@ def assert_clean_error(error: dict | JsonRpcException) -> None:
         assert text.lower() != "traceback", f"traceback in an error response: {error}"
 
 
+def status_kib(pid: int, field: str = "VmRSS") -> int:
+    """A process's memory figure from /proc: VmRSS now, VmHWM its peak."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
 # -- LSP frames on a raw pipe
 
 
