@@ -9,6 +9,8 @@ import attrs
 
 from .errors import AgentHostError, CheckpointNotFound
 from .events import (
+    CaptureEnded,
+    CaptureStarted,
     Event,
     FileSnapshot,
     Restore,
@@ -207,4 +209,20 @@ def pending_intent(events: Sequence[Event]) -> tuple[Event, list[FileSnapshot]] 
         if jumps and (type(event) is Restore or type(event) is RestoreUndone):
             return event, jumps[::-1]
         return None
+    return None
+
+
+def pending_capture(events: Sequence[Event]) -> CaptureStarted | None:
+    """A command's capture a crash cut off: its CaptureStarted with no CaptureEnded
+    after it, or None.
+
+    Every operation finishes such a capture before anything else, so one can only
+    be in the last turn: the search stops at the last prompt or restore.
+    """
+    for event in reversed(events):
+        kind = type(event)
+        if kind is CaptureStarted:
+            return event
+        if kind is CaptureEnded or kind is UserPrompt or kind is Restore or kind is RestoreUndone:
+            return None
     return None

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
-from .checkpoints import Checkpoint, checkpoints
+from .checkpoints import Checkpoint, checkpoints, pending_capture
 from .compaction import CompactResult, compact_session
 from .environment import EnvironmentPolicy, as_policy, using_policy
 from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
@@ -173,7 +174,7 @@ class AgentHost:
         untouched. CheckpointNotFound for a seq that is not a prompt."""
         from .fork import forked_events
 
-        state = await self._settled(self._sid(session_id))
+        state = await self._settled(self._sid(session_id), leased=False)
         if seq is not None:
             prompts = [c.seq for c in checkpoints(state.timeline)]
             if seq not in prompts:
@@ -224,7 +225,19 @@ class AgentHost:
         return (await self._state(self._sid(session_id), full=False)).cost
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        return checkpoints((await self._state(self._sid(session_id))).timeline)
+        """The prompts to restore to; a command's changes a crash kept from the log
+        are logged first (unless a turn holds the session: then they may be a
+        command's that is running)."""
+        sid = self._sid(session_id)
+        state = await self._state(sid)
+        task = self._turns.get(sid)
+        if pending_capture(state.latest) is not None and (task is None or task.done()):
+            try:
+                async with self.store.turn_lease(sid):
+                    state = await self._settled(sid)
+            except TurnInProgress:
+                pass  # a turn in another process: its capture is its own
+        return checkpoints(state.timeline)
 
     # -- turns
 
@@ -426,10 +439,14 @@ class AgentHost:
 
     # -- internals
 
-    async def _settled(self, session_id: str, *, full: bool = True) -> SessionState:
-        """The session, with a restore a crash interrupted finished (holding its lease)."""
+    async def _settled(
+        self, session_id: str, *, full: bool = True, leased: bool = True
+    ) -> SessionState:
+        """The session, with what a crash interrupted finished: a restore, and --
+        ``leased``: holding the session's turn lease -- a command's capture (without
+        the lease, a pending capture may be a turn's command running elsewhere)."""
         state = await self._state(session_id, full=full)
-        await _finish_pending(state, self.workspace)
+        await _finish_pending(state, self.workspace, captures=leased)
         return state
 
     async def _state(self, session_id: str, *, full: bool = True) -> SessionState:
@@ -504,8 +521,12 @@ class AgentHost:
             )
 
 
-async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
+async def _finish_pending(
+    state: SessionState, workspace: Workspace, *, captures: bool = True
+) -> None:
     # restore.py is loaded on first use, out of the server's start-up (P5).
     from .restore import finish_pending
 
+    if captures:
+        await capture_log.finish_pending(state)
     await finish_pending(state, workspace)
