@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from .workspace.dirfd import is_temp_name, sweep_temp
 from .workspace.listing import IgnoreStack, gitignored, load_gitignore
 from .workspace.paths import relative_in_roots
 
@@ -171,6 +172,11 @@ class Walker:
                                 folders[here + name + "/"] = sig
                         elif child not in other_roots:
                             stack.append((child, rel_prefix + name, specs, key))
+                        continue
+                    if is_temp_name(name):
+                        # A write's temp file: never the user's. One whose writer
+                        # died (a kill mid-write) is swept; a live one is its own.
+                        sweep_temp(fd, name)
                         continue
                     try:
                         st = entry.stat(follow_symlinks=False)

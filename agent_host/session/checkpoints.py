@@ -17,6 +17,7 @@ from .events import (
     RestoreApplied,
     RestoreUndone,
     ToolCall,
+    TurnEnd,
     UncapturedChanges,
     UserPrompt,
 )
@@ -226,3 +227,19 @@ def pending_capture(events: Sequence[Event]) -> CaptureStarted | None:
         if kind is CaptureEnded or kind is UserPrompt or kind is Restore or kind is RestoreUndone:
             return None
     return None
+
+
+def cut_short_writes(events: Sequence[Event]) -> list[str]:
+    """The files the last turn's own tools were writing, if a crash ended that turn
+    (no TurnEnd): a write killed midway left its temp file beside the file."""
+    paths: dict[str, None] = {}
+    for event in reversed(events):
+        kind = type(event)
+        if kind is FileSnapshot:
+            if not (event.jump or event.by_command):
+                paths[event.path] = None
+        elif kind is UserPrompt:
+            return list(paths)
+        elif kind is TurnEnd or kind is Restore or kind is RestoreUndone:
+            return []
+    return list(paths)

@@ -9,6 +9,7 @@ resume, list, checkpoints, restore and undo, compaction, and the SDK's
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import time
@@ -19,10 +20,16 @@ from typing import TYPE_CHECKING, Any
 from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
-from .checkpoints import Checkpoint, checkpoints, pending_capture
+from .checkpoints import Checkpoint, checkpoints, cut_short_writes, pending_capture
 from .compaction import CompactResult, compact_session
 from .environment import EnvironmentPolicy, as_policy, using_policy
-from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
+from .errors import (
+    CapabilityUnsupported,
+    CheckpointNotFound,
+    HostClosed,
+    ToolError,
+    TurnInProgress,
+)
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
+log = logging.getLogger(__name__)
 
 
 def new_session_id() -> str:
@@ -529,4 +537,9 @@ async def _finish_pending(
 
     if captures:
         await capture_log.finish_pending(state)
+        for path in cut_short_writes(state.latest):
+            try:
+                await workspace.discard_partial_writes(path)
+            except ToolError as exc:  # a folder on the way swapped meanwhile
+                log.warning("the temp file of %s is left for the next sweep: %s", path, exc)
     await finish_pending(state, workspace)

@@ -14,7 +14,9 @@ it was opened is still written into, as it is the folder that was checked.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator, Sequence
@@ -147,22 +149,79 @@ def open_file_at(fd: int, name: str, shown: str, done: str) -> int:
         raise
 
 
+TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)-[0-9a-f]{12}\.tmp")
+"""The temp file a write of ``name`` makes beside it: ``.<name>.<pid>-<12 hex>.tmp``,
+``pid`` its writer's process, which holds an flock on it while it writes."""
+OLD_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")
+"""The name earlier versions gave it (no owner); the stores' own temp files too."""
+
+
+def is_temp_name(entry: str) -> bool:
+    """Whether ``entry`` is named as a write's temp file: never a user's file to
+    capture, whoever is writing it."""
+    return TEMP_NAME.fullmatch(entry) is not None or OLD_TEMP_NAME.fullmatch(entry) is not None
+
+
+def sweep_temp(fd: int, entry: str) -> bool:
+    """Remove ``entry`` from folder ``fd`` if it is a write's temp file whose writer
+    is gone (its process does not exist, and no one holds its lock); whether it did.
+
+    A temp file of a live writer -- this process's, another server's restore --
+    is left alone: its rename is still to come.
+    """
+    match = TEMP_NAME.fullmatch(entry)
+    if match is None or _alive(int(match["pid"])):
+        return False
+    try:
+        tmp = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return False  # gone already, or not a file we may touch
+    try:
+        if not stat.S_ISREG(os.fstat(tmp).st_mode):
+            return False
+        try:
+            # Another process's writer in another pid namespace: its lock says so.
+            fcntl.flock(tmp, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        with suppress(FileNotFoundError):
+            os.unlink(entry, dir_fd=fd)
+        return True
+    finally:
+        os.close(tmp)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def write_atomically_at(
     fd: int, name: str, data: bytes, *, exact_mode: int | None, sync_folder: bool = True
 ) -> None:
     """:func:`~agent_host.session.durable.write_atomically`, inside folder ``fd``: a new
     file gets 0o666 less the umask, a replaced one ``exact_mode`` (its old mode).
 
-    The temp file is named as there (``.<name>.<12 hex>.tmp``) so sweeps know the
-    strays a crash leaves, and is removed on any error. The rename replaces a
-    symlink put at ``name`` meanwhile rather than following it. ``sync_folder=False``
-    leaves the folder's sync (which makes the rename durable) to the caller.
+    The temp file is named :data:`TEMP_NAME` (its writer's pid in it, and locked
+    while written) so that sweeps can tell the strays a crash leaves from the
+    temp files of writes still going on, and is removed on any error. The rename
+    replaces a symlink put at ``name`` meanwhile rather than following it.
+    ``sync_folder=False`` leaves the folder's sync (which makes the rename
+    durable) to the caller.
     """
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    tmp = f".{name}.{os.getpid()}-{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     file_fd = os.open(tmp, flags, 0o666, dir_fd=fd)
     try:
         with os.fdopen(file_fd, "wb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # ours until closed (or we die)
             if exact_mode is not None:
                 os.fchmod(f.fileno(), exact_mode)
             f.write(data)
