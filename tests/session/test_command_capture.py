@@ -141,3 +141,47 @@ async def test_without_capture_a_command_changes_nothing_in_the_log(tmp_path, ws
     assert checkpoint.files == []
     await host.close()
     assert os.path.exists(ws / "a.py")
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+async def test_write_temp_files_are_never_captured_and_swept_only_when_their_writer_is_gone(
+    tmp_path, ws, backend
+):
+    """A write killed mid-way leaves ``.<name>.<pid>-<hex>.tmp``: a command's capture
+    never takes one for the user's file, and sweeps the ones whose writer is gone --
+    never one a live process may still rename."""
+    import subprocess
+
+    dead = dead_pid()
+    live = subprocess.Popen(["sleep", "60"])
+    stray = f".a.py.{dead}-0123456789ab.tmp"
+    in_use = f".b.txt.{live.pid}-0123456789ab.tmp"
+    (ws / stray).write_text("half of a write\n")
+    (ws / in_use).write_text("a write going on\n")
+    made = f".src.{dead}-abcdefabcdef.tmp"  # as if a writer died during the command
+    steps = [command(f"echo z > a.py && echo half > src/{made}"), {"text": "done"}]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    try:
+        result = await host.send("change a.py")
+        (checkpoint,) = await host.list_checkpoints()
+        assert checkpoint.files == ["a.py"] and checkpoint.not_captured == []
+        assert not (ws / stray).exists() and not (ws / "src" / made).exists()
+        assert (ws / in_use).read_text() == "a write going on\n"
+        restored = await host.restore(host.session_id, result.checkpoint)
+        assert restored.restored_files == ["a.py"] and restored.not_captured == []
+        assert (ws / "a.py").read_text() == "a = 1\n"
+        assert (ws / in_use).read_text() == "a write going on\n"
+    finally:
+        live.kill()
+        live.wait()
+        await host.close()

@@ -277,3 +277,49 @@ async def test_a_turn_with_a_command_killed_at_every_durable_step_restores_exact
     finally:
         await checker.close()
     assert steps == k - 1 and seen["exact"] >= steps // 2, (steps, seen)
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+async def test_a_write_killed_midway_leaves_no_temp_file_past_the_next_operation(
+    backend, fast_tmp, crasher
+):
+    """SIGKILL while write_file's temp file is being written: the next operation on
+    the session sweeps it (its writer is dead), and leaves a live writer's alone."""
+    url = store_url(backend, fast_tmp)
+    ws = fast_tmp / "ws"
+    ws.mkdir()
+    (ws / "b.txt").write_text("b as the user left it\n")
+    before = files(ws)
+    script = fast_tmp / "script.json"
+    write = {"name": "write_file", "arguments": {"path": "b.txt", "content": "b2\n" * 50_000}}
+    script.write_text(json.dumps({"steps": [{"tool_calls": [write]}, {"text": "done"}]}))
+    checker = AgentHost(store=url, workdir=ws, auto_compact=None)
+    try:
+        for k in range(1, 100):
+            for path in ws.iterdir():
+                path.unlink()
+            (ws / "b.txt").write_bytes(before["b.txt"])
+            session = f"write-{k:03}"
+            outcome = crasher.run(
+                op="turn",
+                prompt="rewrite b.txt",
+                model=f"scripted:{script}",
+                store=url,
+                workspace=str(ws),
+                session=session,
+                kill_at=k,
+                report=str(fast_tmp / "report.json"),
+            )
+            assert outcome["killed"], "the turn ended before its write's temp file was seen"
+            strays = sorted(p.name for p in ws.iterdir() if p.name.startswith(".b.txt."))
+            if strays:
+                break
+        live = f".b.txt.{os.getpid()}-0123456789ab.tmp"  # a write of this process's
+        (ws / live).write_text("being written\n")
+        (prompt,) = await checker.list_checkpoints(session)
+        await checker.restore(session, prompt.seq)
+        assert files(ws) == {**before, live: b"being written\n"}, strays
+        # It was the dead writer's: named with its pid.
+        assert strays == [f".b.txt.{outcome['pid']}-{strays[0][-16:-4]}.tmp"], strays
+    finally:
+        await checker.close()
