@@ -237,6 +237,10 @@ class WorkspaceIndex:
         index._indexed = True
         return index
 
+    def blob_ids(self) -> set[str]:
+        """The content blobs the index names (what a pending capture needs kept)."""
+        return {blob for _, blob in self._files.values() if blob is not None}
+
     def forget(self, path: str) -> None:
         """The engine's own tools changed ``path`` (a display path, or one relative to
         the first root): the next pass reads it again and takes its content as known,

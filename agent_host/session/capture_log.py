@@ -16,6 +16,7 @@ claim to be exact.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import events as ev
@@ -23,6 +24,7 @@ from .checkpoints import pending_capture
 from .errors import BlobCorrupt, BlobNotFound
 
 if TYPE_CHECKING:
+    from .blobs import BlobStore
     from .capture import CapturedChanges, WorkspaceIndex
     from .state import SessionState
 
@@ -93,3 +95,19 @@ async def finish_pending(state: SessionState) -> bool:
             await index.close()
     await state.append([*records, ev.CaptureEnded(started_seq=started.seq)])
     return True
+
+
+async def pinned_blobs(events: Sequence[ev.Event], blobs: BlobStore) -> set[str]:
+    """What a pending capture in ``events`` (a session's log) needs kept by gc: its
+    stored index, and the contents that index names -- the "before" of whatever the
+    command changed, which no event names until the capture is finished."""
+    from .capture import WorkspaceIndex
+
+    started = pending_capture(events)
+    if started is None:
+        return set()
+    try:
+        index = WorkspaceIndex.load(await blobs.get(started.index), blobs)
+    except (BlobNotFound, BlobCorrupt, ValueError):
+        return {started.index}  # the finisher will say what it cannot capture
+    return {started.index} | index.blob_ids()

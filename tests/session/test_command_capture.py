@@ -185,3 +185,36 @@ async def test_write_temp_files_are_never_captured_and_swept_only_when_their_wri
         live.kill()
         live.wait()
         await host.close()
+
+
+async def test_gc_keeps_what_a_capture_a_crash_cut_off_needs(tmp_path, ws, backend):
+    """A crash left a command's capture pending: its stored index and the contents
+    it names are referenced by no file snapshot yet, and gc keeps them, so the next
+    operation still logs the command's changes and a restore puts them back."""
+    from agent_host.session.capture import WorkspaceIndex
+    from agent_host.session.store import collect_garbage
+
+    store = backend.open()
+    before = tree(ws)
+    index = WorkspaceIndex([ws], store.blobs)
+    await index.refresh()
+    saved = await index.save()
+    await index.close()
+    opening = [
+        ev.SessionStarted(workspace=str(ws)),
+        ev.UserPrompt(text="run it"),
+        ev.CaptureStarted(index=saved),
+    ]
+    await store.append("cut-off", opening, expected_head=0)
+    (ws / "a.py").write_text("a = 2\n")  # what the command did before the crash
+    (ws / "b.txt").unlink()
+    await collect_garbage(store, grace_seconds=-1)
+    host = AgentHost(store=store, workdir=ws, auto_compact=None)
+    try:
+        (checkpoint,) = await host.list_checkpoints("cut-off")
+        assert sorted(checkpoint.files) == ["a.py", "b.txt"]
+        done = await host.restore("cut-off", checkpoint.seq)
+        assert done.not_captured == [] and tree(ws) == before
+    finally:
+        await host.close()
+        await store.close()
