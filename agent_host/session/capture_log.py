@@ -15,6 +15,7 @@ claim to be exact.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -75,7 +76,8 @@ async def finish_pending(state: SessionState) -> bool:
         return False
     blobs = state.store.blobs
     try:
-        index = WorkspaceIndex.load(await blobs.get(started.index), blobs)
+        data = await blobs.get(started.index)
+        index = await asyncio.to_thread(WorkspaceIndex.load, data, blobs)
     except (BlobNotFound, BlobCorrupt, ValueError) as exc:
         # Which files the work changed is unknown: the whole workspace ("./", as
         # folders are shown) is what a restore cannot vouch for.
@@ -107,7 +109,8 @@ async def pinned_blobs(events: Sequence[ev.Event], blobs: BlobStore) -> set[str]
     if started is None:
         return set()
     try:
-        index = WorkspaceIndex.load(await blobs.get(started.index), blobs)
+        data = await blobs.get(started.index)
+        index = await asyncio.to_thread(WorkspaceIndex.load, data, blobs)
     except (BlobNotFound, BlobCorrupt, ValueError):
         return {started.index}  # the finisher will say what it cannot capture
     return {started.index} | index.blob_ids()
