@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
+import orjson
 
 from .blob_pins import new_holder
 from .blobs import BlobStore
@@ -72,6 +73,9 @@ DEFAULT_IGNORES: tuple[str, ...] = (
 _READ_BATCH_BYTES = 16 * 1024 * 1024
 """Content read before it is stored and let go: a first index of a large workspace
 never holds more than this (plus one file) in memory."""
+
+_SAVED_VERSION = 1
+"""Of the copy :meth:`WorkspaceIndex.save` stores."""
 
 _RACY_NS = 3_000_000_000
 """A file whose mtime is this close to the moment it was read may change again within
@@ -137,7 +141,7 @@ class _Plan:
     removals: list[str]
     changes: list[FileChange]
     not_captured: list[str]
-    folders: dict[str, object]
+    folders: dict[str, str]
     started_ns: int
 
 
@@ -164,7 +168,7 @@ class WorkspaceIndex:
         self._max = max_file_bytes
         self._walker = Walker(self._roots, ignore, max_file_bytes)
         self._files: dict[str, _Entry] = {}
-        self._folders: dict[str, object] = {}
+        self._folders: dict[str, str] = {}
         self._racy: set[str] = set()
         self._stale: set[str] = set()
         self._lock = asyncio.Lock()
@@ -176,6 +180,8 @@ class WorkspaceIndex:
         self._holder = new_holder()
         self._pinned = False
         self._lapsed = False
+        self._saved: str | None = None
+        """The blob of :meth:`save`'s copy, while the index is as it was then."""
 
     def start(self) -> None:
         """Begin the first index in a background task, if not begun already."""
@@ -199,6 +205,52 @@ class WorkspaceIndex:
         await self._indexed_once()
         return await self._pass(report=True)
 
+    async def save(self) -> str:
+        """Store the index as it is (call it after :meth:`refresh`): the blob a
+        :class:`~.events.CaptureStarted` names, from which :meth:`load` rebuilds
+        it in any process. Stored again only when a pass changed the index."""
+        async with self._lock:  # no pass changes the index meanwhile
+            if self._saved is None:
+                # On a worker thread: tens of milliseconds for a large workspace.
+                data = await asyncio.to_thread(self._encode)
+                self._saved = await self._blobs.put(data)
+            return self._saved
+
+    def _encode(self) -> bytes:
+        return orjson.dumps(
+            {
+                "v": _SAVED_VERSION,
+                "roots": [str(r) for r in self._roots],
+                "files": {p: [*sig, blob] for p, (sig, blob) in self._files.items()},
+                "folders": self._folders,
+                "racy": sorted(self._racy | self._stale),
+            }
+        )
+
+    @classmethod
+    def load(cls, data: bytes, blobs: BlobStore) -> WorkspaceIndex:
+        """The index :meth:`save` stored (ValueError if ``data`` is not one), ready
+        for :meth:`changes`: what changed on disk since it was saved."""
+        try:
+            copy = orjson.loads(data)
+            if copy.get("v") != _SAVED_VERSION:
+                raise ValueError(f"a saved index of version {copy.get('v')!r}")
+            index = cls([Path(r) for r in copy["roots"]], blobs)
+            index._files = {
+                p: ((size, mtime, ino, mode), blob)
+                for p, (size, mtime, ino, mode, blob) in copy["files"].items()
+            }
+            index._folders = dict(copy["folders"])
+            index._racy = set(copy["racy"])
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a saved workspace index: {exc}") from exc
+        index._indexed = True
+        return index
+
+    def blob_ids(self) -> set[str]:
+        """The content blobs the index names (what a pending capture needs kept)."""
+        return {blob for _, blob in self._files.values() if blob is not None}
+
     def forget(self, path: str) -> None:
         """The engine's own tools changed ``path`` (a display path, or one relative to
         the first root): the next pass reads it again and takes its content as known,
@@ -208,6 +260,7 @@ class WorkspaceIndex:
         except PathOutsideWorkspace:
             return
         self._stale.add(shown)
+        self._saved = None
 
     async def close(self) -> None:
         """Cancel the first index if it is still running; let go of its pins."""
@@ -278,6 +331,15 @@ class WorkspaceIndex:
                     racy.add(item.path)
                 if item.report:
                     _report(item, sig, blob, plan)
+            if (
+                found
+                or plan.updates
+                or plan.removals
+                or stale
+                or racy != self._racy
+                or plan.folders != self._folders
+            ):
+                self._saved = None  # what save() stored is no longer the index
             self._folders = plan.folders
             self._racy = racy
             self._stale -= stale

@@ -10,6 +10,7 @@ above it are the same.
 from __future__ import annotations
 
 import errno
+import hashlib
 import itertools
 import os
 import stat
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from .workspace.dirfd import is_temp_name, sweep_temp
 from .workspace.listing import IgnoreStack, gitignored, load_gitignore
 from .workspace.paths import relative_in_roots
 
@@ -41,7 +43,7 @@ class Walk:
     """The files kept by stat only, never read: symlinks, fifos and the like,
     .gitignored files and files over the size cap. The rest (regular files, not
     .gitignored, within the cap) are captured."""
-    folders: dict[str, object]
+    folders: dict[str, str]
     """display path + "/" -> signature of the folders not walked: the ignored ones
     (their direct entries' stats, so only a change of those shows) and those that
     could not be listed. The index keeps what it knew under them as it was."""
@@ -125,14 +127,14 @@ class Walker:
                 continue  # gone (or no longer a folder) since its parent was listed
             except OSError as exc:
                 if exc.errno != errno.ELOOP:  # ELOOP: swapped for a symlink, not followed
-                    folders[here or "./"] = ("unlisted", exc.errno)
+                    folders[here or "./"] = unlisted(exc.errno)
                 continue
             try:
                 try:
                     with os.scandir(fd) as listing:
                         entries = list(listing)
                 except OSError as exc:
-                    folders[here or "./"] = ("unlisted", exc.errno)
+                    folders[here or "./"] = unlisted(exc.errno)
                     continue
                 # A folder's own .gitignore applies to its entries, so it is read first.
                 for entry in entries:
@@ -171,6 +173,11 @@ class Walker:
                         elif child not in other_roots:
                             stack.append((child, rel_prefix + name, specs, key))
                         continue
+                    if is_temp_name(name):
+                        # A write's temp file: never the user's. One whose writer
+                        # died (a kill mid-write) is swept; a live one is its own.
+                        sweep_temp(fd, name)
+                        continue
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
@@ -178,7 +185,7 @@ class Walker:
                     except OSError as exc:
                         # Listed but not searchable (no x bit): kept as it was, like a
                         # folder that cannot be listed.
-                        folders[here or "./"] = ("unlisted", exc.errno)
+                        folders[here or "./"] = unlisted(exc.errno)
                         break
                     shown = here + name
                     files[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
@@ -217,10 +224,11 @@ def _decide(memo: dict[str, bool], specs: IgnoreStack, name: str, rel: str, is_d
     return ignored
 
 
-def folder_signature(path: str) -> object | None:
-    """What shows a change of an ignored folder's own entries: the name and stat of
-    each file in it, the name and inode of each folder (whose own content is deep
-    inside, and not looked at). None if the folder is gone."""
+def folder_signature(path: str) -> str | None:
+    """What shows a change of an ignored folder's own entries: a digest of the name
+    and stat of each file in it, the name and inode of each folder (whose own
+    content is deep inside, and not looked at). None if the folder is gone. A
+    string, so that the index's write-ahead copy (capture_log) can hold it."""
     try:
         with os.scandir(path) as listing:
             sig: list[tuple[object, ...]] = []
@@ -232,8 +240,13 @@ def folder_signature(path: str) -> object | None:
                         sig.append((entry.name, *sig_of(entry.stat(follow_symlinks=False))))
                 except FileNotFoundError:
                     continue
-            return frozenset(sig)
+            return hashlib.blake2b(repr(sorted(sig)).encode(), digest_size=16).hexdigest()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return ("unlisted", exc.errno)
+        return unlisted(exc.errno)
+
+
+def unlisted(errno_: int | None) -> str:
+    """The signature of a folder that could not be listed."""
+    return f"unlisted {errno_}"

@@ -9,12 +9,15 @@ import attrs
 
 from .errors import AgentHostError, CheckpointNotFound
 from .events import (
+    CaptureEnded,
+    CaptureStarted,
     Event,
     FileSnapshot,
     Restore,
     RestoreApplied,
     RestoreUndone,
     ToolCall,
+    TurnEnd,
     UncapturedChanges,
     UserPrompt,
 )
@@ -208,3 +211,35 @@ def pending_intent(events: Sequence[Event]) -> tuple[Event, list[FileSnapshot]] 
             return event, jumps[::-1]
         return None
     return None
+
+
+def pending_capture(events: Sequence[Event]) -> CaptureStarted | None:
+    """A command's capture a crash cut off: its CaptureStarted with no CaptureEnded
+    after it, or None.
+
+    Every operation finishes such a capture before anything else, so one can only
+    be in the last turn: the search stops at the last prompt or restore.
+    """
+    for event in reversed(events):
+        kind = type(event)
+        if kind is CaptureStarted:
+            return event
+        if kind is CaptureEnded or kind is UserPrompt or kind is Restore or kind is RestoreUndone:
+            return None
+    return None
+
+
+def cut_short_writes(events: Sequence[Event]) -> list[str]:
+    """The files the last turn's own tools were writing, if a crash ended that turn
+    (no TurnEnd): a write killed midway left its temp file beside the file."""
+    paths: dict[str, None] = {}
+    for event in reversed(events):
+        kind = type(event)
+        if kind is FileSnapshot:
+            if not (event.jump or event.by_command):
+                paths[event.path] = None
+        elif kind is UserPrompt:
+            return list(paths)
+        elif kind is TurnEnd or kind is Restore or kind is RestoreUndone:
+            return []
+    return list(paths)

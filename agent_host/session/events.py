@@ -136,6 +136,30 @@ class UncapturedChanges(Event):
 
 
 @attrs.define(kw_only=True, slots=True)
+class CaptureStarted(Event):
+    """Write-ahead of a command's capture, logged before the command runs.
+
+    ``index``: the blob of the workspace index as it was then (every file's stat
+    and content blob, see :mod:`.capture_log`), so whatever the command changes
+    can be found by comparing the disk with it. Until a :class:`CaptureEnded`
+    names it, the capture is pending: a crash cut it off, and the next operation
+    on the session, in any process, compares and logs what changed first.
+    """
+
+    type: ClassVar[str] = "capture_started"
+    index: str
+
+
+@attrs.define(kw_only=True, slots=True)
+class CaptureEnded(Event):
+    """The capture begun at ``started_seq`` is logged: the file snapshots and
+    uncaptured paths appended with this event are all it found."""
+
+    type: ClassVar[str] = "capture_ended"
+    started_seq: int
+
+
+@attrs.define(kw_only=True, slots=True)
 class Usage(Event):
     type: ClassVar[str] = "usage"
     input_tokens: int
@@ -229,6 +253,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         InputItem,
         FileSnapshot,
         UncapturedChanges,
+        CaptureStarted,
+        CaptureEnded,
         Usage,
         Compaction,
         Restore,

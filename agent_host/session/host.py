@@ -9,6 +9,7 @@ resume, list, checkpoints, restore and undo, compaction, and the SDK's
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import time
@@ -16,12 +17,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, PermissionCallback, check_approval
-from .checkpoints import Checkpoint, checkpoints
+from .checkpoints import Checkpoint, checkpoints, cut_short_writes, pending_capture
 from .compaction import CompactResult, compact_session
 from .environment import EnvironmentPolicy, as_policy, using_policy
-from .errors import CapabilityUnsupported, CheckpointNotFound, HostClosed, TurnInProgress
+from .errors import (
+    CapabilityUnsupported,
+    CheckpointNotFound,
+    HostClosed,
+    ToolError,
+    TurnInProgress,
+)
 from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
 
 DEFAULT_MODEL = "openai/gpt-4.1-mini"
+log = logging.getLogger(__name__)
 
 
 def model_bounds(idle: float | None, total: float | None) -> dict[str, float]:
@@ -248,7 +257,19 @@ class AgentHost:
         return (await self._state(self._sid(session_id), full=False)).cost
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        return checkpoints((await self._state(self._sid(session_id))).timeline)
+        """The prompts to restore to; a command's changes a crash kept from the log
+        are logged first (unless a turn holds the session: then they may be a
+        command's that is running)."""
+        sid = self._sid(session_id)
+        state = await self._state(sid)
+        task = self._turns.get(sid)
+        if pending_capture(state.latest) is not None and (task is None or task.done()):
+            try:
+                async with self.store.turn_lease(sid):
+                    state = await self._settled(sid)
+            except TurnInProgress:
+                pass  # a turn in another process: its capture is its own
+        return checkpoints(state.timeline)
 
     # -- turns
 
@@ -452,7 +473,9 @@ class AgentHost:
     # -- internals
 
     async def _settled(self, session_id: str, *, full: bool = True) -> SessionState:
-        """The session, with a restore a crash interrupted finished (holding its lease)."""
+        """The session, with what a crash interrupted finished: a restore and a
+        command's capture. Call it holding the session's turn lease (without it, a
+        pending capture may be a turn's command running elsewhere)."""
         state = await self._state(session_id, full=full)
         await _finish_pending(state, self.workspace)
         return state
@@ -533,4 +556,10 @@ async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
     # restore.py is loaded on first use, out of the server's start-up (P5).
     from .restore import finish_pending
 
+    await capture_log.finish_pending(state)
+    for path in cut_short_writes(state.latest):
+        try:
+            await workspace.discard_partial_writes(path)
+        except ToolError as exc:  # a folder on the way swapped meanwhile
+            log.warning("the temp file of %s is left for the next sweep: %s", path, exc)
     await finish_pending(state, workspace)

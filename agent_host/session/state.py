@@ -18,6 +18,7 @@ import attrs
 
 from . import events as ev
 from . import resume_snapshot
+from .checkpoints import pending_capture
 from .conversation import MessageFold, limit_messages
 from .pricing import total_cost
 from .resume_snapshot import Header, HeadMark, changes_the_past, session_model
@@ -84,6 +85,12 @@ class SessionState:
     def events(self, events: list[ev.Event]) -> None:
         self._events = events
         self._forget()
+
+    @property
+    def latest(self) -> list[ev.Event]:
+        """The events held after the resume snapshot (all of them, loaded): where
+        whatever a crash left unfinished is, as no snapshot is taken over it."""
+        return self._tail if self._base is not None else self._events
 
     @property
     def head(self) -> int:
@@ -294,6 +301,8 @@ class SessionState:
         fold = self._current_fold()
         if fold is None:
             return  # resumed and its conversation never read: the snapshot there is kept
+        if pending_capture(self.latest) is not None:
+            return  # its finisher looks for it after the snapshot
         if self._base is None:
             data = resume_snapshot.snapshot_of(self._events, self.timeline, fold)
         else:

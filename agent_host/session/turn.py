@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from . import capture_log
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
@@ -302,35 +303,24 @@ class _Turn:
         """``work``, with what it changed in the workspace logged.
 
         The index is brought up to date first, so what the user changed since is
-        theirs, not the work's; after it (whatever became of it: failed, timed
-        out, cancelled) its changes are logged as file snapshots of this turn,
-        whose "before" content the index already holds.
+        theirs, not the work's, and logged (write-ahead, see :mod:`.capture_log`)
+        before the work starts; after it (whatever became of it: failed, timed
+        out, cancelled) its changes are logged as file snapshots of this turn.
+        A crash in between is finished by the next operation on the session.
         """
         index = self.settings.index
         assert index is not None
-        await index.refresh()
+        try:
+            started = await capture_log.begin(self.state, index)
+        except BaseException:
+            close = getattr(work, "close", None)
+            if close is not None:
+                close()  # never started: no "never awaited" warning
+            raise
         try:
             return await work
         finally:
-            await finish_even_if_cancelled(self._log_command_changes(index))
-
-    async def _log_command_changes(self, index: WorkspaceIndex) -> None:
-        found = await index.changes()
-        records: list[ev.Event] = [
-            ev.FileSnapshot(
-                path=change.path,
-                before=change.before,
-                after=change.after,
-                by_command=True,
-                executable_before=change.executable_before,
-                executable_after=change.executable_after,
-            )
-            for change in found.changes
-        ]
-        if found.not_captured:
-            records.append(ev.UncapturedChanges(paths=found.not_captured))
-        if records:
-            await self.state.append(records)
+            await finish_even_if_cancelled(capture_log.end(self.state, index, started))
 
     async def _change_file(self, path: str, data: bytes | None) -> None:
         """Write-ahead: the old and new content are stored and logged before the write.

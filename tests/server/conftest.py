@@ -89,6 +89,7 @@ async def start_agent(
     work_done_progress: bool = True,
     permission=None,
     options: dict | None = None,
+    folders=None,
 ) -> LanguageClient:
     """A running, initialized ``agent-host serve`` driven by a plain-JSON client.
 
@@ -96,6 +97,7 @@ async def start_agent(
     ("event", params) and every permission request as ("permission", params);
     ``client.events`` holds the event params alone. ``permission`` answers
     ``session/requestPermission`` (params -> decision string); default allow_once.
+    ``folders``: the workspaceFolders the client opens (the server's roots, in order).
     """
     from pytest_lsp.client import register_lsp_features
 
@@ -124,6 +126,9 @@ async def start_agent(
         lsp.InitializeParams(
             capabilities=capabilities,
             root_uri=root.as_uri(),
+            workspace_folders=[lsp.WorkspaceFolder(f.as_uri(), f.name) for f in folders]
+            if folders
+            else None,
             initialization_options={
                 "store": str(store),
                 "model": model,

@@ -1,4 +1,4 @@
-"""Killing a restore, an undo or a fork before each of its durable steps, one run per step.
+"""Killing a restore, an undo, a fork or a turn before each of its durable steps, one run per step.
 
 Run as a process (``python -m tests.session.crash_points``) that reads one JSON
 job per line on stdin and answers one JSON line per job on stdout. Each job is
@@ -6,8 +6,9 @@ run in a child forked from this process, so the imports are paid once. The child
 counts its durable steps -- every fsync, fdatasync, rename, replace and unlink,
 every pwrite (how the file store writes its log: a killed process loses nothing
 it wrote, only a power cut loses what was not synced, so without the write a kill
-could never land before an append) and every SQLite commit -- and SIGKILLs itself
-just before step ``kill_at``: a crash at exactly that point.
+could never land before an append), every SQLite commit and every PostgreSQL
+statement and commit -- and SIGKILLs itself just before step ``kill_at``: a
+crash at exactly that point.
 A child that gets to the end reports how many steps it made (``kill_at`` 0 runs
 to the end), so the caller can enumerate every point.
 """
@@ -65,17 +66,46 @@ class _CountedConnection:
         return getattr(self._conn, name)
 
 
+def _count_postgres(counter: _Counter) -> None:
+    """Every statement a PostgreSQL store sends, and every commit, is a step (the
+    server, not this process, makes them durable: a kill lands between them)."""
+    import psycopg
+
+    for cls, name in (
+        (psycopg.Cursor, "execute"),
+        (psycopg.Cursor, "executemany"),
+        (psycopg.Connection, "commit"),
+    ):
+        real = getattr(cls, name)
+
+        def counted(self, *args, _real=real, **kwargs):
+            counter.step()
+            return _real(self, *args, **kwargs)
+
+        setattr(cls, name, counted)
+
+
 async def _run(job: dict, counter: _Counter) -> object:
-    host = AgentHost(store=job["store"], workdir=job["workspace"], auto_compact=None)
+    host = AgentHost(
+        store=job["store"],
+        workdir=job["workspace"],
+        auto_compact=None,
+        model=job.get("model", "openai/gpt-4.1-mini"),
+        session_id=job.get("session"),
+    )
     if isinstance(host.store, SqliteCheckpointer):
         host.store._conn = _CountedConnection(host.store._conn, counter)  # see the class
+    if job["store"].startswith("postgresql:"):
+        _count_postgres(counter)
     _install(counter)
     if job["op"] == "restore":
         result = await host.restore(job["session"], job["seq"])
     elif job["op"] == "fork":
         result = await host.fork(job["session"])
-    else:
+    elif job["op"] == "undo":
         result = await host.undo_restore(job["session"])
+    else:
+        result = await host.send(job["prompt"])
     await host.close()
     return result
 
@@ -84,6 +114,8 @@ def _summary(result: object) -> object:
     """What the parent checks of an operation's result (a fork: the new id)."""
     if isinstance(result, str):
         return result
+    if hasattr(result, "stop_reason"):  # a turn
+        return {"stop_reason": result.stop_reason}
     return {"restored": len(result.restored_files), "conflicts": result.conflicts}
 
 
@@ -112,7 +144,7 @@ def main() -> None:
         if not killed and os.path.exists(job["report"]):
             with open(job["report"]) as f:
                 report = json.load(f)
-        print(json.dumps({"killed": killed, **report}), flush=True)
+        print(json.dumps({"killed": killed, "pid": pid, **report}), flush=True)
 
 
 if __name__ == "__main__":

@@ -141,3 +141,80 @@ async def test_without_capture_a_command_changes_nothing_in_the_log(tmp_path, ws
     assert checkpoint.files == []
     await host.close()
     assert os.path.exists(ws / "a.py")
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+async def test_write_temp_files_are_never_captured_and_swept_only_when_their_writer_is_gone(
+    tmp_path, ws, backend
+):
+    """A write killed mid-way leaves ``.<name>.<pid>-<hex>.tmp``: a command's capture
+    never takes one for the user's file, and sweeps the ones whose writer is gone --
+    never one a live process may still rename."""
+    import subprocess
+
+    dead = dead_pid()
+    live = subprocess.Popen(["sleep", "60"])
+    stray = f".a.py.{dead}-0123456789ab.tmp"
+    in_use = f".b.txt.{live.pid}-0123456789ab.tmp"
+    (ws / stray).write_text("half of a write\n")
+    (ws / in_use).write_text("a write going on\n")
+    made = f".src.{dead}-abcdefabcdef.tmp"  # as if a writer died during the command
+    steps = [command(f"echo z > a.py && echo half > src/{made}"), {"text": "done"}]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    try:
+        result = await host.send("change a.py")
+        (checkpoint,) = await host.list_checkpoints()
+        assert checkpoint.files == ["a.py"] and checkpoint.not_captured == []
+        assert not (ws / stray).exists() and not (ws / "src" / made).exists()
+        assert (ws / in_use).read_text() == "a write going on\n"
+        restored = await host.restore(host.session_id, result.checkpoint)
+        assert restored.restored_files == ["a.py"] and restored.not_captured == []
+        assert (ws / "a.py").read_text() == "a = 1\n"
+        assert (ws / in_use).read_text() == "a write going on\n"
+    finally:
+        live.kill()
+        live.wait()
+        await host.close()
+
+
+async def test_gc_keeps_what_a_capture_a_crash_cut_off_needs(tmp_path, ws, backend):
+    """A crash left a command's capture pending: its stored index and the contents
+    it names are referenced by no file snapshot yet, and gc keeps them, so the next
+    operation still logs the command's changes and a restore puts them back."""
+    from agent_host.session.capture import WorkspaceIndex
+    from agent_host.session.store import collect_garbage
+
+    store = backend.open()
+    before = tree(ws)
+    index = WorkspaceIndex([ws], store.blobs)
+    await index.refresh()
+    saved = await index.save()
+    await index.close()
+    opening = [
+        ev.SessionStarted(workspace=str(ws)),
+        ev.UserPrompt(text="run it"),
+        ev.CaptureStarted(index=saved),
+    ]
+    await store.append("cut-off", opening, expected_head=0)
+    (ws / "a.py").write_text("a = 2\n")  # what the command did before the crash
+    (ws / "b.txt").unlink()
+    await collect_garbage(store, grace_seconds=-1)
+    host = AgentHost(store=store, workdir=ws, auto_compact=None)
+    try:
+        (checkpoint,) = await host.list_checkpoints("cut-off")
+        assert sorted(checkpoint.files) == ["a.py", "b.txt"]
+        done = await host.restore("cut-off", checkpoint.seq)
+        assert done.not_captured == [] and tree(ws) == before
+    finally:
+        await host.close()
+        await store.close()

@@ -23,6 +23,9 @@ import pytest
 
 from agent_host.session.host import AgentHost
 
+from ..conftest import make_backend
+from .store.test_crash import wait_for_backends_of
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,3 +196,130 @@ def _diff(now: dict[str, bytes], states: dict[str, dict[str, bytes]]) -> str:
         paths = sorted(p for p in set(now) | set(want) if now.get(p) != want.get(p))
         parts.append(f"{name}: {paths[:5]}{'…' if len(paths) > 5 else ''}")
     return "; ".join(parts)
+
+
+COMMAND_TURN = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "b2\n"}}]},
+    {
+        "tool_calls": [
+            {
+                "name": "run_command",
+                "arguments": {"command": "echo changed > a.txt; echo new > c.txt; rm d.txt"},
+            }
+        ]
+    },
+    {"text": "done"},
+]
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite", "postgres"])
+async def test_a_turn_with_a_command_killed_at_every_durable_step_restores_exactly(
+    backend, fast_tmp, crasher, request
+):
+    """Whatever step of the turn (the file tool's write-ahead, the capture's
+    write-ahead, the command's changes, the result, the end) a crash lands
+    before, a restore to before the prompt in a new process puts every file back
+    -- or names, in notCaptured, each one it cannot -- and leaves no temp file."""
+    if backend == "postgres":
+        url = make_backend("postgres", fast_tmp, request).url
+    else:
+        url = store_url(backend, fast_tmp)
+    ws = fast_tmp / "ws"
+    ws.mkdir()
+    for name in ("a.txt", "b.txt", "d.txt"):
+        (ws / name).write_text(f"{name} as the user left it\n")
+    before = files(ws)
+    script = fast_tmp / "script.json"
+    script.write_text(json.dumps({"steps": COMMAND_TURN}))
+    checker = AgentHost(store=url, workdir=ws, auto_compact=None)
+    seen = {"not logged": 0, "exact": 0, "named": 0}
+    try:
+        k = 1
+        while True:
+            for path in ws.iterdir():
+                path.unlink()
+            for name, data in before.items():
+                (ws / name).write_bytes(data)
+            session = f"crash-{k:04}"
+            outcome = crasher.run(
+                op="turn",
+                prompt="change the files",
+                model=f"scripted:{script}",
+                store=url,
+                workspace=str(ws),
+                session=session,
+                kill_at=k,
+                report=str(fast_tmp / "report.json"),
+            )
+            assert "error" not in outcome, f"the turn failed on its own: {outcome['error']}"
+            if backend == "postgres":  # its lease goes when the server sees it die
+                wait_for_backends_of(url, outcome["pid"])
+            prompts = await checker.list_checkpoints(session)
+            if not prompts:  # killed before the prompt was logged: nothing ran
+                assert files(ws) == before, k
+                seen["not logged"] += 1
+            else:
+                done = await checker.restore(session, prompts[0].seq)
+                now = files(ws)
+                wrong = sorted(p for p in set(now) | set(before) if now.get(p) != before.get(p))
+                named = set(done.not_captured)
+                assert done.conflicts == [], (k, done)
+                assert "./" in named or set(wrong) <= named, (
+                    f"killed before durable step {k}: the restore left {wrong} as the turn "
+                    f"made them and named {sorted(named)} as not captured"
+                )
+                seen["named" if wrong else "exact"] += 1
+            (fast_tmp / "report.json").unlink(missing_ok=True)
+            if not outcome["killed"]:
+                steps = outcome["steps"]
+                break
+            k += 1
+    finally:
+        await checker.close()
+    assert steps == k - 1 and seen["exact"] >= steps // 2, (steps, seen)
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+async def test_a_write_killed_midway_leaves_no_temp_file_past_the_next_operation(
+    backend, fast_tmp, crasher
+):
+    """SIGKILL while write_file's temp file is being written: the next operation on
+    the session sweeps it (its writer is dead), and leaves a live writer's alone."""
+    url = store_url(backend, fast_tmp)
+    ws = fast_tmp / "ws"
+    ws.mkdir()
+    (ws / "b.txt").write_text("b as the user left it\n")
+    before = files(ws)
+    script = fast_tmp / "script.json"
+    write = {"name": "write_file", "arguments": {"path": "b.txt", "content": "b2\n" * 50_000}}
+    script.write_text(json.dumps({"steps": [{"tool_calls": [write]}, {"text": "done"}]}))
+    checker = AgentHost(store=url, workdir=ws, auto_compact=None)
+    try:
+        for k in range(1, 100):
+            for path in ws.iterdir():
+                path.unlink()
+            (ws / "b.txt").write_bytes(before["b.txt"])
+            session = f"write-{k:03}"
+            outcome = crasher.run(
+                op="turn",
+                prompt="rewrite b.txt",
+                model=f"scripted:{script}",
+                store=url,
+                workspace=str(ws),
+                session=session,
+                kill_at=k,
+                report=str(fast_tmp / "report.json"),
+            )
+            assert outcome["killed"], "the turn ended before its write's temp file was seen"
+            strays = sorted(p.name for p in ws.iterdir() if p.name.startswith(".b.txt."))
+            if strays:
+                break
+        live = f".b.txt.{os.getpid()}-0123456789ab.tmp"  # a write of this process's
+        (ws / live).write_text("being written\n")
+        (prompt,) = await checker.list_checkpoints(session)
+        await checker.restore(session, prompt.seq)
+        assert files(ws) == {**before, live: b"being written\n"}, strays
+        # It was the dead writer's: named with its pid.
+        assert strays == [f".b.txt.{outcome['pid']}-{strays[0][-16:-4]}.tmp"], strays
+    finally:
+        await checker.close()

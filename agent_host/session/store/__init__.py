@@ -47,9 +47,12 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     stored just before the event that refers to it is appended. So are blobs a live
     holder pinned (see blob_pins): a workspace index's, in this process or another.
     """
+    from ..capture_log import pinned_blobs
+
     referenced: set[str] = set()
     for info in await store.list():
         events = await store.read(info.id)
+        referenced |= await pinned_blobs(events, store.blobs)  # a crash's unfinished capture
         for truncation in await store.truncations(info.id):
             events.extend(truncation.events)
         for event in events:

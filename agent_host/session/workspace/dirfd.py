@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator, Sequence
@@ -152,17 +153,80 @@ def open_file_at(fd: int, name: str, shown: str, done: str) -> int:
         raise
 
 
+TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)-[0-9a-f]{12}\.tmp")
+"""The temp file a write of ``name`` makes beside it: ``.<name>.<pid>-<12 hex>.tmp``,
+``pid`` its writer's process, which holds an flock on it while it writes."""
+OLD_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")
+"""The name earlier versions gave it (no owner); the stores' own temp files too."""
+
+
+def is_temp_name(entry: str) -> bool:
+    """Whether ``entry`` is named as a write's temp file: never a user's file to
+    capture, whoever is writing it."""
+    return TEMP_NAME.fullmatch(entry) is not None or OLD_TEMP_NAME.fullmatch(entry) is not None
+
+
+def sweep_temp(fd: int, entry: str) -> bool:
+    """Remove ``entry`` from folder ``fd`` if it is a write's temp file whose writer
+    is gone (its process does not exist, and no one holds its lock); whether it did.
+
+    A temp file of a live writer -- this process's, another server's restore --
+    is left alone: its rename is still to come. One an earlier version named (no
+    pid) is judged by its lock alone.
+    """
+    match = TEMP_NAME.fullmatch(entry)
+    if match is None:
+        if OLD_TEMP_NAME.fullmatch(entry) is None:
+            return False
+    elif _alive(int(match["pid"])):
+        return False
+    try:
+        tmp = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return False  # gone already, or not a file we may touch
+    try:
+        if not stat.S_ISREG(os.fstat(tmp).st_mode):
+            return False
+        if fcntl is not None:
+            try:
+                # A writer in another pid namespace, or one whose pid was reused: its
+                # lock says it is alive.
+                fcntl.flock(tmp, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+        if not _same_file(fd, entry, tmp):
+            return False  # renamed or replaced since it was opened
+        with suppress(FileNotFoundError):
+            os.unlink(entry, dir_fd=fd)
+        return True
+    finally:
+        os.close(tmp)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def write_atomically_at(
     fd: int, name: str, data: bytes, *, exact_mode: int | None, sync_folder: bool = True
 ) -> None:
     """:func:`~agent_host.session.durable.write_atomically`, inside folder ``fd``: a new
     file gets 0o666 less the umask, a replaced one ``exact_mode`` (its old mode).
 
-    The temp file is named as there (``.<name>.<12 hex>.tmp``) so sweeps know the
-    strays a crash leaves, is held locked until renamed (see :func:`unlink_abandoned`),
-    and is removed on any error. The rename replaces a symlink put at ``name``
-    meanwhile rather than following it. ``sync_folder=False`` leaves the folder's
-    sync (which makes the rename durable) to the caller.
+    The temp file is named :data:`TEMP_NAME` (its writer's pid in it) and held
+    locked until renamed, so that sweeps (:func:`sweep_temp`) can tell the strays a
+    crash leaves from the temp files of writes still going on; it is removed on any
+    error. The rename replaces a symlink put at ``name`` meanwhile rather than
+    following it. ``sync_folder=False`` leaves the folder's sync (which makes the
+    rename durable) to the caller.
     """
     tmp, file_fd = _new_temp(fd, name)
     try:
@@ -189,7 +253,7 @@ def _new_temp(fd: int, name: str) -> tuple[str, int]:
     restore, another session's) can tell it is alive, and leaves it."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        tmp = f".{name}.{os.getpid()}-{secrets.token_hex(6)}.tmp"
         file_fd = os.open(tmp, flags, 0o666, dir_fd=fd)
         if fcntl is None:  # pragma: no cover - Windows: no sweep can tell
             return tmp, file_fd
@@ -205,26 +269,6 @@ def _new_temp(fd: int, name: str) -> tuple[str, int]:
             os.close(file_fd)
             raise
         os.close(file_fd)
-
-
-def unlink_abandoned(fd: int, entry: str) -> None:
-    """Unlink the temp file ``entry`` in folder ``fd`` unless a live writer holds it:
-    only what a write that died left (its lock went with its process)."""
-    try:
-        held = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    except OSError:
-        return  # gone, or not a file we could have written
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return  # its writer is alive
-        if _same_file(fd, entry, held):
-            with suppress(FileNotFoundError):
-                os.unlink(entry, dir_fd=fd)
-    finally:
-        os.close(held)
 
 
 def _same_file(fd: int, name: str, file_fd: int) -> bool:

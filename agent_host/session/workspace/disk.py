@@ -7,7 +7,6 @@ import asyncio
 import contextvars
 import errno
 import os
-import re
 import stat
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -18,13 +17,15 @@ from ..environment import EnvironmentPolicy
 from ..errors import FileChanged, FileTooLarge, PathChanged, PathOutsideWorkspace, ToolError
 from .base import CommandResult, IfContent
 from .dirfd import (
+    OLD_TEMP_NAME,
+    TEMP_NAME,
     fsync_folder,
     lstat_at,
     open_file_at,
     open_folder,
     split_under,
+    sweep_temp,
     symlink_error,
-    unlink_abandoned,
     write_atomically_at,
 )
 from .listing import list_in_roots
@@ -296,15 +297,16 @@ def _check_content(
 
 def _discard_temp_files(roots: list[Path], real: Path, shown: str) -> None:
     """Unlink the temp files a write of ``real`` that died left in its folder: only
-    names that write makes (``.<name>.<12 hex>.tmp``), so no file of the user's, and
-    none a live write holds (another process's restore of the same file)."""
+    names a write makes, so no file of the user's, and of those only the ones whose
+    writer is gone (see :func:`~.dirfd.sweep_temp`): never one a live write holds
+    (another process's restore of the same file)."""
     root, folders, name = split_under(roots, real)
-    pattern = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp")
     try:
         with open_folder(root, folders, shown, "cleaned up") as fd:
             for entry in os.listdir(fd):
-                if pattern.fullmatch(entry):
-                    unlink_abandoned(fd, entry)
+                match = TEMP_NAME.fullmatch(entry) or OLD_TEMP_NAME.fullmatch(entry)
+                if match is not None and match["name"] == name:
+                    sweep_temp(fd, entry)
     except (FileNotFoundError, NotADirectoryError, ToolError):
         return  # no folder (or not the one checked): no strays of ours in it
 

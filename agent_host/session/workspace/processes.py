@@ -19,8 +19,11 @@ ended, and nothing is reported as detached.
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -33,6 +36,7 @@ MARKER = "AGENT_HOST_COMMAND"
 TERM_GRACE = 0.5
 """How long what is left of a command has between SIGTERM and SIGKILL."""
 
+log = logging.getLogger(__name__)
 _POLL = 0.02
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PROC = "/proc"
@@ -140,6 +144,17 @@ def end_session(session: int, token: str, since: int | None) -> list[Detached]:
     return detached
 
 
+def kill_marked(tokens: set[str]) -> None:
+    """SIGKILL the processes carrying any of ``tokens`` (:data:`MARKER`), and the
+    sessions they are in (Linux: a survey of /proc)."""
+    for p in survey() or []:
+        if not p.zombie and any(has_marker(p.pid, token) for token in tokens):
+            if p.session == p.pid:
+                kill_session(p.session)
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(p.pid, signal.SIGKILL)
+
+
 def kill_session(session: int) -> None:
     """SIGKILL everything in ``session`` now (a timeout, a cancel, the host closing)."""
     _signal_session(session, signal.SIGKILL)
@@ -163,11 +178,33 @@ def end_detached(processes: list[Detached]) -> None:
 
 class CommandProcesses:
     """What a host's commands started that may outlive a call: the sessions of
-    commands running now, and detached processes. :meth:`close` ends them all."""
+    commands running now, and detached processes. :meth:`close` ends them all,
+    and a watchdog process (:mod:`.watchdog`) ends them if the host's process
+    dies without closing."""
 
     def __init__(self) -> None:
         self.running: set[int] = set()
         self.detached: list[Detached] = []
+        self._starting: set[str] = set()
+        """Tokens of commands running (or about to run)."""
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    def starting(self, token: str) -> None:
+        """A command whose processes carry ``token`` (:data:`MARKER`) is about to be
+        started: the watchdog ends them should this process die before
+        :meth:`started` (or at any time after)."""
+        self._starting.add(token)
+        self._tell(f"t{token}")
+
+    def started(self, session: int) -> None:
+        self.running.add(session)
+        self._tell(f"+{session}")
+
+    def ended(self, session: int, token: str, detached: list[Detached]) -> None:
+        self.running.discard(session)
+        self._starting.discard(token)
+        self.detached.extend(detached)
+        self._tell(f"-{session}", f"x{token}", *(f"d{d.pid} {d.start} {d.token}" for d in detached))
 
     def close(self) -> None:
         """End everything (blocking, up to :data:`TERM_GRACE`)."""
@@ -176,6 +213,36 @@ class CommandProcesses:
         self.running.clear()
         end_detached(self.detached)
         self.detached.clear()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            with suppress(OSError):
+                watchdog.stdin.close()  # type: ignore[union-attr]
+            watchdog.wait()
+
+    def _tell(self, *lines: str) -> None:
+        """Tell the watchdog, started on first use (again if it died)."""
+        if self._watchdog is not None and self._watchdog.poll() is not None:
+            self._watchdog = None
+        if self._watchdog is None:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", WATCHDOG],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # not ended with the host's group: it outlives it
+            )
+            known = [f"t{t}" for t in self._starting] + [f"+{s}" for s in self.running]
+            known += [f"d{d.pid} {d.start} {d.token}" for d in self.detached]
+            lines = (*known, *lines)
+        try:
+            self._watchdog.stdin.write("".join(f"{line}\n" for line in lines).encode())  # type: ignore[union-attr]
+            self._watchdog.stdin.flush()  # type: ignore[union-attr]
+        except OSError as exc:  # it died meanwhile: the next line starts another
+            log.warning("the command watchdog is gone: %s", exc)
+
+
+WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
+"""The watchdog script (run by path, see :mod:`.watchdog`)."""
 
 
 current_processes: contextvars.ContextVar[CommandProcesses | None] = contextvars.ContextVar(

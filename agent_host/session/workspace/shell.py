@@ -42,6 +42,9 @@ async def run_shell(
     environ = dict(current_policy.get().environment() if env is None else env)
     environ[procs.MARKER] = token
     since = procs.now_ticks()
+    tracker = procs.current_processes.get()
+    if tracker is not None:
+        tracker.starting(token)  # before the spawn: a crash right after it is covered
     # A protocol rather than asyncio.subprocess: Process.wait() also waits for the
     # pipes to close, which a background child can hold open for ever.
     transport, protocol = await loop.subprocess_exec(
@@ -58,9 +61,8 @@ async def run_shell(
     )
     # The shell leads its session and group, so its pid is both their ids.
     session = transport.get_pid()
-    tracker = procs.current_processes.get()
     if tracker is not None:
-        tracker.running.add(session)
+        tracker.started(session)
     timed_out = False
     detached: list[procs.Detached] = []
     try:
@@ -81,8 +83,7 @@ async def run_shell(
     finally:
         transport.close()
         if tracker is not None:
-            tracker.running.discard(session)
-            tracker.detached.extend(detached)
+            tracker.ended(session, token, detached)
     output, truncated = capture.render()
     if detached:
         pids = ", ".join(str(d.pid) for d in detached)
