@@ -213,7 +213,11 @@ class WorkspaceIndex:
             if self._saved is None:
                 # On a worker thread: tens of milliseconds for a large workspace.
                 data = await asyncio.to_thread(self._encode)
-                self._saved = await self._blobs.put(data)
+                # Pinned as the contents are: the next command's capture_started
+                # names this copy again while the index is unchanged, so gc must
+                # not take it in between.
+                (self._saved,) = await self._blobs.put_many([data], self._holder)
+                self._pinned = True
             return self._saved
 
     def _encode(self) -> bytes:
@@ -364,6 +368,7 @@ class WorkspaceIndex:
         held = {blob for _, blob in self._files.values() if blob is not None}
         await self._blobs.pin(self._holder, held)
         gone = await self._blobs.missing(held)
+        self._saved = None  # a copy save() stored may be gone too: store it again
         for path, (sig, blob) in list(self._files.items()):
             if blob in gone:
                 self._files[path] = (sig, None)
