@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ... import __version__
 from ..environment import current_policy
 from ..redaction import SECRETS
-from ..workspace import processes, reaper
+from ..workspace import processes
 from .config import McpServerConfig, safe_url
 
 if TYPE_CHECKING:
@@ -188,12 +188,12 @@ class McpConnection:
             # what a server that exited left running (in its session) ends here.
             self._end_process_session()
             if self._process is not None:
-                reaper.forget(self._process.pid)
+                processes.forget_session(self._process.pid)
 
     def _spawned(self, process: Any) -> None:
         """The SDK started the server: kill it if the host dies, watch it exit."""
         self._process = process
-        reaper.watch(process.pid)  # it leads its own session: the pid is the session id
+        processes.watch_session(process.pid)  # it leads its own session: the pid is the session id
         self._watcher = asyncio.create_task(
             self._watch_exit(process), name=f"MCP server {self.config.name} exit"
         )

@@ -24,8 +24,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 import attrs
@@ -176,10 +177,69 @@ def end_detached(processes: list[Detached]) -> None:
             os.kill(d.pid, signal.SIGKILL)
 
 
+WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
+"""The watchdog script (run by path, see :mod:`.watchdog`)."""
+
+
+class Watchdog:
+    """This process's line to a watchdog process (:mod:`.watchdog`), which ends what
+    it was told of when this process dies, however it dies (the pipe closes).
+
+    Started on the first :meth:`tell`, and again, told ``known()`` first, if it died
+    or this process is a fork's child (the parent's watches the parent). It runs
+    isolated with an empty environment: it needs nothing, and the host's secrets
+    have no business there."""
+
+    def __init__(self, known: Callable[[], list[str]]) -> None:
+        self._known = known
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._owner: int | None = None
+
+    def tell(self, *lines: str) -> None:
+        with self._lock:
+            process = self._process
+            if process is not None and (self._owner != os.getpid() or process.poll() is not None):
+                process = self._process = None
+            if process is None:
+                try:
+                    process = self._process = subprocess.Popen(
+                        [sys.executable, "-I", WATCHDOG],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env={},
+                        start_new_session=True,  # not ended with the host's group
+                    )
+                except OSError as exc:
+                    log.warning(
+                        "cannot start the process watchdog: %s; a host killed by SIGKILL "
+                        "may leave its commands and MCP servers running",
+                        exc,
+                    )
+                    return
+                self._owner = os.getpid()
+                lines = (*self._known(), *lines)
+            try:
+                process.stdin.write("".join(f"{line}\n" for line in lines).encode())  # type: ignore[union-attr]
+                process.stdin.flush()  # type: ignore[union-attr]
+            except OSError as exc:  # it died meanwhile: the next line starts another
+                log.warning("the process watchdog is gone: %s", exc)
+
+    def close(self) -> None:
+        """Let the watchdog go (it ends what it still knows of, then exits)."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is not None and self._owner == os.getpid():
+            with suppress(OSError):
+                process.stdin.close()  # type: ignore[union-attr]
+            process.wait()
+
+
 class CommandProcesses:
     """What a host's commands started that may outlive a call: the sessions of
     commands running now, and detached processes. :meth:`close` ends them all,
-    and a watchdog process (:mod:`.watchdog`) ends them if the host's process
+    and a watchdog process (:class:`Watchdog`) ends them if the host's process
     dies without closing."""
 
     def __init__(self) -> None:
@@ -187,24 +247,26 @@ class CommandProcesses:
         self.detached: list[Detached] = []
         self._starting: set[str] = set()
         """Tokens of commands running (or about to run)."""
-        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._watchdog = Watchdog(self._known)
 
     def starting(self, token: str) -> None:
         """A command whose processes carry ``token`` (:data:`MARKER`) is about to be
         started: the watchdog ends them should this process die before
         :meth:`started` (or at any time after)."""
         self._starting.add(token)
-        self._tell(f"t{token}")
+        self._watchdog.tell(f"t{token}")
 
     def started(self, session: int) -> None:
         self.running.add(session)
-        self._tell(f"+{session}")
+        self._watchdog.tell(f"+{session}")
 
     def ended(self, session: int, token: str, detached: list[Detached]) -> None:
         self.running.discard(session)
         self._starting.discard(token)
         self.detached.extend(detached)
-        self._tell(f"-{session}", f"x{token}", *(f"d{d.pid} {d.start} {d.token}" for d in detached))
+        self._watchdog.tell(
+            f"-{session}", f"x{token}", *(f"d{d.pid} {d.start} {d.token}" for d in detached)
+        )
 
     def close(self) -> None:
         """End everything (blocking, up to :data:`TERM_GRACE`)."""
@@ -213,36 +275,29 @@ class CommandProcesses:
         self.running.clear()
         end_detached(self.detached)
         self.detached.clear()
-        watchdog, self._watchdog = self._watchdog, None
-        if watchdog is not None:
-            with suppress(OSError):
-                watchdog.stdin.close()  # type: ignore[union-attr]
-            watchdog.wait()
+        self._watchdog.close()
 
-    def _tell(self, *lines: str) -> None:
-        """Tell the watchdog, started on first use (again if it died)."""
-        if self._watchdog is not None and self._watchdog.poll() is not None:
-            self._watchdog = None
-        if self._watchdog is None:
-            self._watchdog = subprocess.Popen(
-                [sys.executable, "-I", WATCHDOG],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # not ended with the host's group: it outlives it
-            )
-            known = [f"t{t}" for t in self._starting] + [f"+{s}" for s in self.running]
-            known += [f"d{d.pid} {d.start} {d.token}" for d in self.detached]
-            lines = (*known, *lines)
-        try:
-            self._watchdog.stdin.write("".join(f"{line}\n" for line in lines).encode())  # type: ignore[union-attr]
-            self._watchdog.stdin.flush()  # type: ignore[union-attr]
-        except OSError as exc:  # it died meanwhile: the next line starts another
-            log.warning("the command watchdog is gone: %s", exc)
+    def _known(self) -> list[str]:
+        known = [f"t{t}" for t in self._starting] + [f"+{s}" for s in self.running]
+        return known + [f"d{d.pid} {d.start} {d.token}" for d in self.detached]
 
 
-WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
-"""The watchdog script (run by path, see :mod:`.watchdog`)."""
+_watched_sessions: set[int] = set()
+_sessions_watchdog = Watchdog(lambda: [f"+{s}" for s in _watched_sessions])
+
+
+def watch_session(session: int) -> None:
+    """Have ``session`` (a session leader's pid: an MCP server's) and everything in
+    it killed if this process dies before :func:`forget_session`. PR_SET_PDEATHSIG
+    would reach the leader only, not what it started."""
+    _watched_sessions.add(session)
+    _sessions_watchdog.tell(f"+{session}")
+
+
+def forget_session(session: int) -> None:
+    """``session`` was ended by its owner: a pid reused later is never signalled."""
+    _watched_sessions.discard(session)
+    _sessions_watchdog.tell(f"-{session}")
 
 
 current_processes: contextvars.ContextVar[CommandProcesses | None] = contextvars.ContextVar(
