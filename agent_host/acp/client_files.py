@@ -203,16 +203,21 @@ class ClientWorkspace:
     # -- commands
 
     async def run_command(
-        self, command: str, timeout: float = 120.0, max_output: int = 30_000
+        self,
+        command: str,
+        timeout: float = 120.0,
+        max_output: int = 30_000,
+        *,
+        cwd: Path | None = None,
     ) -> CommandResult:
         client = self._client("terminal")
         if client is None:
-            return await self.disk.run_command(command, timeout, max_output)
+            return await self.disk.run_command(command, timeout, max_output, cwd=cwd)
         conn, session_id = client
 
         async def shown(terminal_id: str) -> None:
             await self.port.terminal_started(session_id, terminal_id)
 
         return await terminal.run(
-            conn, session_id, command, self.roots[0], timeout, max_output, shown
+            conn, session_id, command, cwd or self.roots[0], timeout, max_output, shown
         )

@@ -201,9 +201,14 @@ class EditorWorkspace:
         return await self.disk.list_files(pattern, limit)
 
     async def run_command(
-        self, command: str, timeout: float = 120.0, max_output: int = 30_000
+        self,
+        command: str,
+        timeout: float = 120.0,
+        max_output: int = 30_000,
+        *,
+        cwd: Path | None = None,
     ) -> CommandResult:
-        return await self.disk.run_command(command, timeout, max_output)
+        return await self.disk.run_command(command, timeout, max_output, cwd=cwd)
 
     # -- buffers
 

@@ -29,6 +29,7 @@ from .errors import (
     HostClosed,
     ToolError,
     TurnInProgress,
+    WorkspaceMismatch,
 )
 from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
@@ -36,6 +37,7 @@ from .model import ModelProvider
 from .pricing import price_of
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
+from .session_folder import session_files
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -324,6 +326,8 @@ class AgentHost:
         self, sid: str, prompt: str, model: str | None, context: list[dict[str, Any]] | None
     ) -> TurnResult:
         state = await self._state(sid, full=False)
+        # Refused before anything is logged: a session of a folder not open here.
+        workspace = await self._session_workspace(state)
         chosen = model if model and model != state.model else None
         provider = self._resources.provider(model or state.model or self.model)
         if sid == self.session_id and not self._loaded_cost:
@@ -332,20 +336,20 @@ class AgentHost:
         limit = int(self.context_window * self.auto_compact) if self.auto_compact else None
         settings = TurnSettings(
             provider=provider,
-            workspace=self.workspace,
+            workspace=workspace,
             gate=self._gate(sid),
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
             prices=self.prices,
             compact_at_tokens=limit,
             compact=lambda: compact_session(state, provider, None, prices=self.prices),
-            index=self._resources.index(),
+            index=self._resources.index(workspace.roots[0]),
             mcp=self._resources.mcp_servers(sid),
             chosen_model=chosen,
             context=context,
         )
         async with self.store.turn_lease(sid):
-            await _finish_pending(state, self.workspace)
+            await _finish_pending(state, workspace)
             await close_interrupted_turn(state)
             # Set for this turn's task only: the workspace (whoever made it) and
             # the MCP servers the turn starts read them.
@@ -477,8 +481,21 @@ class AgentHost:
         command's capture. Call it holding the session's turn lease (without it, a
         pending capture may be a turn's command running elsewhere)."""
         state = await self._state(session_id, full=full)
-        await _finish_pending(state, self.workspace)
+        try:
+            workspace = await self._session_workspace(state)
+        except WorkspaceMismatch as mismatch:
+            # Its files are not here to tidy; what needs no files (the
+            # conversation, a capture finished from its stored index) goes on.
+            log.info("session %s: its files are left as they are: %s", session_id, mismatch)
+            workspace = None
+        await _finish_pending(state, workspace)
         return state
+
+    async def _session_workspace(self, state: SessionState) -> Workspace:
+        """The workspace as the session names its files: rooted at the folder it was
+        started in (a new session's is this workspace's first root); WorkspaceMismatch
+        if that folder is not open here."""
+        return await session_files(state, self.workspace, to="continue it", unrecorded=None)
 
     async def _state(self, session_id: str, *, full: bool = True) -> SessionState:
         """The session, brought up to date with what other writers appended.
@@ -552,11 +569,15 @@ class AgentHost:
             )
 
 
-async def _finish_pending(state: SessionState, workspace: Workspace) -> None:
+async def _finish_pending(state: SessionState, workspace: Workspace | None) -> None:
+    """What a crash left unfinished; with no ``workspace`` (the session's folder is
+    not open here), only what needs no files."""
     # restore.py is loaded on first use, out of the server's start-up (P5).
     from .restore import finish_pending
 
     await capture_log.finish_pending(state)
+    if workspace is None:
+        return
     for path in cut_short_writes(state.latest):
         try:
             await workspace.discard_partial_writes(path)

@@ -42,7 +42,8 @@ class HostResources:
         self._roots = list(roots)
         self._blobs = blobs
         self._capture = capture_commands
-        self._index: WorkspaceIndex | None = None
+        self._indexes: dict[tuple[Path, ...], WorkspaceIndex] = {}
+        """By the order of their roots: an index shows paths relative to its first."""
         self._mcp_configs = mcp_configs(mcp_servers)
         self._session_mcp: dict[str, list[McpServerConfig]] = {}
         self._mcp: dict[str | None, McpServers] = {}
@@ -62,17 +63,26 @@ class HostResources:
             provider = self._providers[name] = open_provider(name, **self._endpoint)
         return provider
 
-    def index(self) -> WorkspaceIndex | None:
-        """What captures shell commands' changes in the host's workspace: built in
-        the background from the first turn on, shared by every session of the host."""
+    def index(self, first: Path | None = None) -> WorkspaceIndex | None:
+        """What captures shell commands' changes in the host's workspace, its paths
+        relative to ``first`` (one of the roots; None: the first): built in the
+        background from the first turn on, shared by the host's sessions started
+        in that folder. Sessions of another of the roots get an index of their
+        own, as the paths it logs must be their folder's."""
         if not self._capture:
             return None
-        if self._index is None:
+        roots = tuple(self._roots)
+        if first is not None and first != roots[0]:
+            if first not in roots:
+                raise ValueError(f"{first} is not one of the roots {roots}")
+            roots = (first, *(r for r in roots if r != first))
+        index = self._indexes.get(roots)
+        if index is None:
             from .capture import WorkspaceIndex
 
-            self._index = WorkspaceIndex(self._roots, self._blobs)
-        self._index.start()
-        return self._index
+            index = self._indexes[roots] = WorkspaceIndex(roots, self._blobs)
+        index.start()
+        return index
 
     async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
         """The session's own MCP servers from now on, instead of the host's."""
@@ -102,8 +112,8 @@ class HostResources:
         return servers
 
     async def close(self) -> None:
-        if self._index is not None:
-            await self._index.close()
+        for index in self._indexes.values():
+            await index.close()
         for servers in self._mcp.values():
             await servers.close()
         for provider in [*self._providers.values(), *filter(None, [self._injected])]:

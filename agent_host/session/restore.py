@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
-from pathlib import Path
 from typing import TypeVar
 
 import attrs
@@ -50,9 +48,9 @@ from .errors import (
     UndoUnavailable,
     WorkspaceMismatch,
 )
+from .session_folder import session_files
 from .state import SessionState
 from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, IfContent, Workspace, unsaved_bytes
-from .workspace.rooted import rooted_at
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +102,7 @@ async def restore_to(
     changes: list[ev.FileSnapshot] = []
     conflicts: list[str] = []
     if files:
-        workspace = _session_files(state, workspace)
+        workspace = await _session_files(state, workspace)
         buffers = buffers_to_restore(events, seq)
         targets = files_to_restore(events, seq)
         bits = executables_to_restore(events, seq)
@@ -159,7 +157,7 @@ async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoRe
     if restore.truncation is not None:
         return await _undo_cut_restore(state, workspace, restore, made)
     if made:
-        workspace = _session_files(state, workspace)
+        workspace = await _session_files(state, workspace)
     changes, kept = await _jumps_back(workspace, state.store.blobs, made, _kept_by(state, restore))
     ready = await _check_snapshots(state.store.blobs, changes, "undo the restore of")
     stayed = _index_from_end(state.timeline, restore)  # visible before and after it
@@ -182,7 +180,7 @@ async def finish_pending(state: SessionState, workspace: Workspace) -> list[str]
         return None
     intent, jumps = pending
     try:
-        workspace = _session_files(state, workspace)
+        workspace = await _session_files(state, workspace)
     except WorkspaceMismatch as mismatch:
         log.warning("session %s: its unfinished restore is left: %s", state.id, mismatch)
         return None
@@ -355,7 +353,7 @@ async def _undo_cut_restore(
             "store. Restore to a checkpoint instead"
         )
     if made:
-        workspace = _session_files(state, workspace)
+        workspace = await _session_files(state, workspace)
     changes, kept = await _jumps_back(workspace, state.store.blobs, made, set())
     ready = await _check_snapshots(state.store.blobs, changes, "undo the restore of")
     back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
@@ -393,34 +391,16 @@ def _written(changes: Sequence[ev.FileSnapshot], kept: list[str]) -> list[str]:
     return [c.path for c in changes if c.path not in kept]
 
 
-def _session_files(state: SessionState, workspace: Workspace) -> Workspace:
-    """The workspace as the session's files are named: relative to the folder the
-    session was started in (its session_started), wherever that folder is among
-    this workspace's roots.
-
-    Refuses (WorkspaceMismatch) when that folder is not one of the roots -- a
-    session resumed from another project (session/list of every workspace) would
-    otherwise restore its files over that project's files of the same names --
-    and when the log does not say which folder it was (an older or damaged log):
-    its relative paths would land in whichever folder happens to come first.
-    """
-    started = next((e for e in state.events[:2] if type(e) is ev.SessionStarted), None)
-    folder = started.workspace if started else None
-    if not folder:
-        raise WorkspaceMismatch(
-            f"session {state.id!r} does not say which folder it was started in (its log "
-            "has no session_started with a workspace), so where its files belong is "
-            "unknown; nothing was written. Restore the conversation alone (files: false)"
-        )
-    root = Path(os.path.realpath(folder))
-    if root not in workspace.roots:
-        where = ", ".join(str(r) for r in workspace.roots)
-        raise WorkspaceMismatch(
-            f"session {state.id!r} was started in {folder}, and its files belong there; "
-            f"this workspace is {where}. Open {folder} to restore its "
-            "files, or restore the conversation alone (files: false)"
-        )
-    return rooted_at(workspace, root)
+async def _session_files(state: SessionState, workspace: Workspace) -> Workspace:
+    """The workspace as the session's files are named (see :mod:`.session_folder`);
+    a log that does not say its folder restores no files: its relative paths would
+    land in whichever folder happens to come first."""
+    return await session_files(
+        state,
+        workspace,
+        to="restore its files, or restore the conversation alone (files: false)",
+        unrecorded="Restore the conversation alone (files: false)",
+    )
 
 
 async def _files_now(

@@ -35,6 +35,7 @@ from .checkpoints import pending_intent
 from .conversation import MessageFold
 from .errors import StoreUnavailable
 from .pricing import total_cost
+from .session_folder import folder_of
 
 VERSION = 1
 HEADER_READ = 4096
@@ -77,6 +78,9 @@ class Header:
     """The model the next turn uses unless another is named (None: the host's)."""
     body_len: int = 0
     body_crc: str = ""
+    workspace: str | None = None
+    """The folder the session was started in, where its files belong ("": its log
+    does not say; None: a snapshot written before this was recorded)."""
 
 
 def changes_the_past(event: ev.Event) -> bool:
@@ -116,6 +120,7 @@ def snapshot_of(
         assistant_messages=sum(1 for e in timeline if type(e) is ev.AssistantMessage),
         cost=total_cost(events),
         model=session_model(timeline),
+        workspace=folder_of(events),
     )
     return encode(header, fold)
 

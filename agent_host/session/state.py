@@ -22,6 +22,7 @@ from .checkpoints import pending_capture
 from .conversation import MessageFold, limit_messages
 from .pricing import total_cost
 from .resume_snapshot import Header, HeadMark, changes_the_past, session_model
+from .session_folder import folder_of
 from .store import Checkpointer
 from .timeline import Timeline
 
@@ -153,6 +154,15 @@ class SessionState:
             None,
         )
         return chosen or self._base.model
+
+    async def started_in(self) -> str:
+        """The folder the session was started in, as its session_started says ("":
+        it says none). Resumed from a snapshot older than that field, the log is
+        read to learn it."""
+        if self._base is not None and self._base.workspace is not None:
+            return self._base.workspace
+        await self.load()
+        return folder_of(self._events)
 
     async def messages(self, *, keep: bool = True) -> list[dict[str, Any]]:
         """The conversation as the model is sent it (OpenAI chat messages).

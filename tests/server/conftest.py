@@ -90,6 +90,7 @@ async def start_agent(
     permission=None,
     options: dict | None = None,
     folders=None,
+    apply_edit: bool = False,
 ) -> LanguageClient:
     """A running, initialized ``agent-host serve`` driven by a plain-JSON client.
 
@@ -98,6 +99,8 @@ async def start_agent(
     ``client.events`` holds the event params alone. ``permission`` answers
     ``session/requestPermission`` (params -> decision string); default allow_once.
     ``folders``: the workspaceFolders the client opens (the server's roots, in order).
+    ``apply_edit``: the client offers workspace/applyEdit (the server's workspace is
+    then the editor's, buffer-aware).
     """
     from pytest_lsp.client import register_lsp_features
 
@@ -120,7 +123,8 @@ async def start_agent(
 
     await client.start_io(*SERVER_COMMAND)
     capabilities = lsp.ClientCapabilities(
-        window=lsp.WindowClientCapabilities(work_done_progress=work_done_progress)
+        window=lsp.WindowClientCapabilities(work_done_progress=work_done_progress),
+        workspace=lsp.WorkspaceClientCapabilities(apply_edit=True) if apply_edit else None,
     )
     await client.initialize_session(
         lsp.InitializeParams(

@@ -113,9 +113,15 @@ class Workspace(Protocol):
         ...
 
     async def run_command(
-        self, command: str, timeout: float = 120.0, max_output: int = 30_000
+        self,
+        command: str,
+        timeout: float = 120.0,
+        max_output: int = 30_000,
+        *,
+        cwd: Path | None = None,
     ) -> CommandResult:
-        """Run ``command`` with ``/bin/sh -c`` in the first root."""
+        """Run ``command`` with ``/bin/sh -c`` in ``cwd``, one of the roots (None:
+        the first)."""
         ...
 
 

@@ -154,10 +154,24 @@ class DiskWorkspace:
         return await asyncio.to_thread(list_in_roots, self.roots, pattern, limit)
 
     async def run_command(
-        self, command: str, timeout: float = 120.0, max_output: int = 30_000
+        self,
+        command: str,
+        timeout: float = 120.0,
+        max_output: int = 30_000,
+        *,
+        cwd: Path | None = None,
     ) -> CommandResult:
         env = None if self.environment is None else self.environment.environment()
-        return await run_shell(command, self.roots[0], timeout, max_output, env=env)
+        where = _root_or_first(self.roots, cwd)
+        return await run_shell(command, where, timeout, max_output, env=env)
+
+
+def _root_or_first(roots: list[Path], cwd: Path | None) -> Path:
+    if cwd is None:
+        return roots[0]
+    if cwd not in roots:
+        raise ValueError(f"a command runs in one of the roots, not in {cwd}")
+    return cwd
 
 
 def _check_regular(st: os.stat_result, shown: str) -> None:

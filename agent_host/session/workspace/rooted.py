@@ -3,13 +3,15 @@
 A session logs its files relative to the first root of the workspace it was
 started in (:func:`~.paths.relative_in_roots`). A server opened later with the
 same folders in another order would resolve those paths against another folder,
-so a restore looks at the session's files through this view, whose first root is
-the session's own.
+so every operation of the session -- its turns' tools and commands, restore and
+undo -- looks at the workspace through this view, whose first root is the
+session's own.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
@@ -28,8 +30,8 @@ def rooted_at(workspace: Workspace, root: Path) -> Workspace:
 
 class RootedWorkspace:
     """Every path given is taken relative to ``root`` (an absolute one as it is),
-    and handed to the workspace underneath as an absolute path. Listing files and
-    running commands are the underlying workspace's own (a restore does neither)."""
+    and handed to the workspace underneath as an absolute path; the paths it shows
+    are relative to ``root``, and commands run in ``root``."""
 
     def __init__(self, inner: Workspace, root: Path) -> None:
         self.inner = inner
@@ -49,11 +51,14 @@ class RootedWorkspace:
     def relative(self, path: Path) -> str:
         return relative_in_roots(self.roots, path)
 
-    async def read_bytes(self, path: str) -> bytes | None:
-        return await self.inner.read_bytes(self._at(path))
+    async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await self.inner.read_bytes(self._at(path), limit=limit)
 
-    async def read_disk(self, path: str) -> bytes | None:
-        return await self.inner.read_disk(self._at(path))
+    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
+        return await self.inner.read_disk(self._at(path), limit=limit)
+
+    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
+        return await self.inner.read_range(self._at(path), start, size)
 
     async def buffer_text(self, path: str) -> str | None:
         return await self.inner.buffer_text(self._at(path))
@@ -83,9 +88,22 @@ class RootedWorkspace:
         await self.inner.discard_partial_writes(self._at(path))
 
     async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
-        return await self.inner.list_files(pattern, limit)
+        # A pattern matches root-relative paths in every root alike, so the listing
+        # underneath finds the same files; only their display paths differ, and so
+        # does their order: the whole listing is taken to cut it at ``limit`` here.
+        listed = await self.inner.list_files(pattern, limit=sys.maxsize)
+        first = self.inner.roots[0]
+        shown = {self.relative(Path(os.path.join(first, path))) for path in listed}
+        return sorted(shown)[: max(limit, 0)]
 
     async def run_command(
-        self, command: str, timeout: float = 120.0, max_output: int = 30_000
+        self,
+        command: str,
+        timeout: float = 120.0,
+        max_output: int = 30_000,
+        *,
+        cwd: Path | None = None,
     ) -> CommandResult:
-        return await self.inner.run_command(command, timeout, max_output)
+        return await self.inner.run_command(
+            command, timeout, max_output, cwd=self.roots[0] if cwd is None else cwd
+        )
