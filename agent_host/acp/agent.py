@@ -21,7 +21,7 @@ from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
 from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
-from . import auth, commands, convert
+from . import auth, commands, convert, extensions
 from .client_files import acting_for
 from .errors import answers, invalid_params
 from .port import AcpPort
@@ -83,7 +83,7 @@ class AcpAgent:
             prompt_capabilities=s.PromptCapabilities(embedded_context=True, image=False),
             mcp_capabilities=s.McpCapabilities(http=True),
             session_capabilities=session,
-            field_meta={META_KEY: {"methods": commands.EXTENSION_METHODS}},
+            field_meta={META_KEY: {"methods": extensions.EXTENSION_METHODS}},
         )
         return s.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
@@ -270,9 +270,9 @@ class AcpAgent:
 
     @answers
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        session_id = params.get("sessionId")  # checked by commands.extension
+        session_id = params.get("sessionId")  # checked by extensions.dispatch
         with acting_for(session_id if isinstance(session_id, str) else None):
-            return await commands.extension(self.service, method, params)
+            return await extensions.dispatch(self.service, method, params)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("extension notification _%s ignored", method)

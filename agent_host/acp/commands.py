@@ -1,49 +1,24 @@
-"""Rewind and friends, two ways: slash commands typed in the prompt, and
-``_agent-host/*`` extension methods for clients that build their own UI.
+"""Slash commands: rewind and friends typed in the prompt. Each is one row of
+:data:`SLASH_COMMANDS` -- name, description, input hint, handler -- from which the
+advertised ``available_commands``, the parser and the dispatch come.
 
-A slash command runs instead of a turn and answers with an agent message; the
-extension methods answer with JSON (camelCase) and raise typed errors.
+A slash command runs instead of a turn and answers with an agent message, text a
+person reads; clients that build their own UI use the ``_agent-host/*`` extension
+methods (:mod:`.extensions`), which answer with JSON and raise typed errors.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from acp import RequestError
+import attrs
 from acp import schema as s
-from pydantic import BaseModel, ConfigDict, Field
 
-from ..cli.output import describe_files, local_time, shorten
 from ..service import SessionService
+from ..service.text import describe_files, local_time, shorten
 from ..session.checkpoints import Checkpoint, NothingToUndo
 from ..session.errors import SessionNotFound
-from . import convert
-from .errors import ext_params, invalid_params
-
-COMMANDS = [
-    s.AvailableCommand(
-        name="checkpoints",
-        description="List this session's checkpoints: one per prompt, with the files it changed",
-    ),
-    s.AvailableCommand(
-        name="rewind",
-        description="Return files and conversation to just before a prompt (undo with "
-        "/undo-rewind)",
-        input=s.UnstructuredCommandInput(hint="a checkpoint's seq, or -N for N prompts back"),
-    ),
-    s.AvailableCommand(name="undo-rewind", description="Undo the last rewind"),
-    s.AvailableCommand(
-        name="compact",
-        description="Summarise the older part of the conversation",
-        input=s.UnstructuredCommandInput(hint="what the summary should keep"),
-    ),
-    s.AvailableCommand(name="fork", description="Copy this session into a new one"),
-]
-
-_COMMAND = re.compile(
-    r"/(?P<name>checkpoints|rewind|undo-rewind|compact|fork)(?:\s+(?P<arg>.*))?", re.DOTALL
-)
 
 
 async def known_session(service: SessionService, session_id: str) -> str:
@@ -52,35 +27,6 @@ async def known_session(service: SessionService, session_id: str) -> str:
     if not await service.exists(session_id):
         raise SessionNotFound(session_id)
     return session_id
-
-
-def parse(text: str) -> tuple[str, str] | None:
-    """``(name, argument)`` when the prompt is one of our slash commands."""
-    found = _COMMAND.fullmatch(text.strip())
-    return (found["name"], (found["arg"] or "").strip()) if found else None
-
-
-async def run(service: SessionService, session_id: str, name: str, arg: str) -> str:
-    """What the command did, for the user to read."""
-    if name == "checkpoints":
-        return _list(await service.checkpoints(session_id))
-    if name == "rewind":
-        return await _rewind(service, session_id, arg)
-    if name == "undo-rewind":
-        try:
-            undone = await service.undo_restore(session_id)
-        except NothingToUndo:
-            return "Nothing to undo: this session has no rewind to take back."
-        return f"Undid the last rewind: restored {describe_files(undone.restored_files)}." + (
-            _conflicts(undone.conflicts)
-        )
-    if name == "compact":
-        done = await service.compact(session_id, arg or None)
-        if not done.compacted:
-            return "Nothing to compact: the conversation is as short as a summary would be."
-        return f"Compacted the conversation: about {done.before} → {done.after} tokens."
-    fork_id = await service.fork(session_id)
-    return f"Forked this session as {fork_id}; load it to continue there."
 
 
 def _list(checkpoints: list[Checkpoint]) -> str:
@@ -131,48 +77,88 @@ def _conflicts(paths: list[str]) -> str:
     )
 
 
-# -- extension methods
+async def _checkpoints(service: SessionService, session_id: str, arg: str) -> str:
+    return _list(await service.checkpoints(session_id))
 
 
-class SessionParams(BaseModel):
-    model_config = ConfigDict(strict=True, populate_by_name=True)
-    session_id: str = Field(alias="sessionId")
+async def _undo_rewind(service: SessionService, session_id: str, arg: str) -> str:
+    try:
+        undone = await service.undo_restore(session_id)
+    except NothingToUndo:
+        return "Nothing to undo: this session has no rewind to take back."
+    return f"Undid the last rewind: restored {describe_files(undone.restored_files)}." + (
+        _conflicts(undone.conflicts)
+    )
 
 
-class RestoreParams(SessionParams):
-    seq: int
-    files: bool = True
-    conversation: bool = True
-    force: bool = False
+async def _compact(service: SessionService, session_id: str, arg: str) -> str:
+    done = await service.compact(session_id, arg or None)
+    if not done.compacted:
+        return "Nothing to compact: the conversation is as short as a summary would be."
+    return f"Compacted the conversation: about {done.before} → {done.after} tokens."
 
 
-async def extension(service: SessionService, method: str, params: dict[str, Any]) -> Any:
-    """Answer the extension ``method`` (its name without the leading ``_``)."""
-    model = _EXTENSIONS.get(method)
-    if model is None:
-        raise RequestError.method_not_found(f"_{method}")
-    p = ext_params(model, params)
-    sid = await known_session(service, p.session_id)
-    if method == "agent-host/checkpoints":
-        return {"checkpoints": [convert.checkpoint_json(c) for c in await service.checkpoints(sid)]}
-    if method == "agent-host/restore":
-        if not (p.files or p.conversation):
-            raise invalid_params("files", "a restore needs files, conversation or both")
-        result = await service.restore(
-            sid, p.seq, files=p.files, conversation=p.conversation, force=p.force
-        )
-        return convert.restore_json(result)
-    if method == "agent-host/undoRestore":
-        return convert.undo_json(await service.undo_restore(sid))
-    await service.delete(sid)  # agent-host/delete: session/delete is not in the SDK's router
-    return {}
+async def _fork(service: SessionService, session_id: str, arg: str) -> str:
+    fork_id = await service.fork(session_id)
+    return f"Forked this session as {fork_id}; load it to continue there."
 
 
-_EXTENSIONS: dict[str, type[SessionParams]] = {
-    "agent-host/checkpoints": SessionParams,
-    "agent-host/restore": RestoreParams,
-    "agent-host/undoRestore": SessionParams,
-    "agent-host/delete": SessionParams,
-}
-EXTENSION_METHODS = [f"_{name}" for name in _EXTENSIONS]
-"""As initialize advertises them (agentCapabilities._meta["agent-host"].methods)."""
+# -- the table
+
+
+@attrs.frozen
+class SlashCommand:
+    name: str
+    """Typed as ``/name``."""
+    description: str
+    handler: Callable[[SessionService, str, str], Awaitable[str]]
+    """``(service, session_id, argument)`` → what it did, for the user to read."""
+    hint: str | None = None
+    """What the argument is; None: the command takes none."""
+
+    def available(self) -> s.AvailableCommand:
+        """As ``available_commands_update`` advertises it."""
+        hint = None if self.hint is None else s.UnstructuredCommandInput(hint=self.hint)
+        return s.AvailableCommand(name=self.name, description=self.description, input=hint)
+
+
+SLASH_COMMANDS = (
+    SlashCommand(
+        "checkpoints",
+        "List this session's checkpoints: one per prompt, with the files it changed",
+        _checkpoints,
+    ),
+    SlashCommand(
+        "rewind",
+        "Return files and conversation to just before a prompt (undo with /undo-rewind)",
+        _rewind,
+        hint="a checkpoint's seq, or -N for N prompts back",
+    ),
+    SlashCommand("undo-rewind", "Undo the last rewind", _undo_rewind),
+    SlashCommand(
+        "compact",
+        "Summarise the older part of the conversation",
+        _compact,
+        hint="what the summary should keep",
+    ),
+    SlashCommand("fork", "Copy this session into a new one", _fork),
+)
+
+COMMANDS = [command.available() for command in SLASH_COMMANDS]
+"""The session's ``available_commands``."""
+
+_BY_NAME = {command.name: command for command in SLASH_COMMANDS}
+_TYPED = re.compile(r"/(?P<name>\S+)(?:\s+(?P<arg>.*))?", re.DOTALL)
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """``(name, argument)`` when the prompt is one of our slash commands."""
+    found = _TYPED.fullmatch(text.strip())
+    if found is None or found["name"] not in _BY_NAME:
+        return None
+    return found["name"], (found["arg"] or "").strip()
+
+
+async def run(service: SessionService, session_id: str, name: str, arg: str) -> str:
+    """What the command ``name`` (one :func:`parse` returned) did, for the user to read."""
+    return await _BY_NAME[name].handler(service, session_id, arg)

@@ -20,15 +20,14 @@ from acp.helpers import (
     update_user_message_text,
 )
 
-from ..cli.output import local_time, shorten
-from ..rpc.errors import ErrorCode
 from ..service import ContextItem
+from ..service.text import local_time, shorten
 from ..session import events as ev
 from ..session.checkpoints import Checkpoint
 from ..session.conversation import prompt_content
 from ..session.restore import RestoreResult, UndoResult
 from ..session.store import SessionInfo
-from .errors import RequestError, invalid_params
+from .errors import ErrorCode, RequestError, invalid_params
 
 TOOL_KINDS: dict[str, s.ToolKind] = {
     "read_file": "read",
@@ -175,13 +174,20 @@ def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
         "prompt": checkpoint.prompt,
         "createdAt": local_time(checkpoint.created_at),
         "files": checkpoint.files,
+        "fromCommands": checkpoint.from_commands,
+        "notCaptured": checkpoint.not_captured,
+        "externalTools": checkpoint.external_tools,
     }
 
 
 def restore_json(result: RestoreResult) -> dict[str, Any]:
+    """The LSP dialect's session/restore result, field for field. ``unrevertedBuffers``
+    is always empty here: an ACP client's files are written through
+    fs/write_text_file, never left as editor buffers apart from the disk."""
     return {
         "restoredFiles": result.restored_files,
         "removedEvents": result.removed_events,
+        "unrevertedBuffers": [],
         "conflicts": result.conflicts,
         "notCaptured": result.not_captured,
     }
@@ -191,6 +197,7 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
     return {
         "restoredFiles": result.restored_files,
         "restoredEvents": result.restored_events,
+        "unrevertedBuffers": [],
         "conflicts": result.conflicts,
     }
 

@@ -124,3 +124,67 @@ async def test_compact_and_fork_by_slash_command(spawn, workspace):
     assert forked.startswith("Forked this session as ")
     fork_id = forked.removeprefix("Forked this session as ").split(";")[0]
     assert fork_id in {s.session_id for s in listed.sessions}
+
+
+async def test_initialize_advertises_every_extension_method_and_each_answers(spawn, workspace):
+    from agent_host.acp.extensions import EXTENSIONS
+
+    async with spawn(STEPS, "--approval", "auto") as (conn, _):
+        answer = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        advertised = answer.agent_capabilities.field_meta["agent-host"]["methods"]
+        sid = await two_turns(conn, workspace)
+        unknown = {}
+        for method in advertised:
+            # A params error, not method-not-found: every advertised name is routed.
+            with pytest.raises(acp.RequestError) as caught:
+                await conn.ext_method(method.removeprefix("_"), {"sessionId": 7})
+            unknown[method] = caught.value.code
+        with pytest.raises(acp.RequestError) as missing:
+            await conn.ext_method("agent-host/noSuchMethod", {"sessionId": sid})
+
+    assert advertised == [m.name for m in EXTENSIONS]
+    assert {
+        "_agent-host/checkpoints",
+        "_agent-host/restore",
+        "_agent-host/undoRestore",
+        "_agent-host/compact",
+        "_agent-host/fork",
+        "_agent-host/delete",
+    } == set(advertised)
+    assert set(unknown.values()) == {-32602}, unknown
+    assert missing.value.code == -32601
+
+
+async def test_compact_and_fork_by_extension_method(spawn, workspace):
+    async with spawn(STEPS, "--approval", "auto") as (conn, _):
+        sid = await two_turns(conn, workspace)
+        listed = await conn.ext_method("agent-host/checkpoints", {"sessionId": sid})
+        second = listed["checkpoints"][1]["seq"]
+        forked = await conn.ext_method(
+            "agent-host/fork", {"sessionId": sid, "seq": second, "title": "from v1"}
+        )
+        in_fork = await conn.ext_method(
+            "agent-host/checkpoints", {"sessionId": forked["sessionId"]}
+        )
+        compacted = await conn.ext_method(
+            "agent-host/compact", {"sessionId": sid, "instructions": "keep the file names"}
+        )
+        sessions = await conn.list_sessions(cwd=str(workspace))
+
+    assert forked["sessionId"] != sid
+    assert [c["prompt"] for c in in_fork["checkpoints"]] == ["write v1"]
+    titles = {s.session_id: s.title for s in sessions.sessions}
+    assert titles[forked["sessionId"]] == "from v1"
+    assert set(compacted) == {"before", "after", "compacted"}
+    assert compacted["after"] <= compacted["before"]
+
+
+def test_a_slash_command_is_parsed_only_by_its_row_s_name():
+    from agent_host.acp.commands import COMMANDS, SLASH_COMMANDS, parse
+
+    assert [c.name for c in COMMANDS] == [c.name for c in SLASH_COMMANDS]
+    assert parse("  /rewind  -2 ") == ("rewind", "-2")
+    assert parse("/compact keep\nthe names") == ("compact", "keep\nthe names")
+    assert parse("/fork") == ("fork", "")
+    assert parse("/forks") is None and parse("/etc/hosts is odd") is None
+    assert parse("please /fork") is None

@@ -1,0 +1,126 @@
+"""The ``_agent-host/*`` extension methods, for clients that build their own UI
+around rewinding: one row each in :data:`EXTENSIONS` -- the wire name, the params
+model, the handler -- from which initialize's advertised list, the validation and
+the dispatch come.
+
+Params and results are the LSP dialect's ``session/<op>`` JSON (camelCase), field
+for field; tests/service/test_parity.py holds the two to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+import attrs
+from acp import RequestError
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..service import SessionService
+from . import convert
+from .commands import known_session
+from .errors import ext_params, invalid_params
+
+# -- params
+
+
+class SessionParams(BaseModel):
+    model_config = ConfigDict(strict=True, populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+
+
+class RestoreParams(SessionParams):
+    seq: int
+    """A checkpoint's seq: the session returns to just before that prompt."""
+    files: bool = True
+    conversation: bool = True
+    force: bool = False
+    """Overwrite files changed since the session last wrote them (conflicts)."""
+
+
+class CompactParams(SessionParams):
+    instructions: str | None = None
+    """What the summary should keep."""
+
+
+class ForkParams(SessionParams):
+    seq: int | None = None
+    """A checkpoint's seq: the fork has the conversation up to just before that
+    prompt. Omitted: the whole conversation."""
+    title: str | None = None
+
+
+# -- handlers
+
+
+async def checkpoints(service: SessionService, p: SessionParams) -> dict[str, Any]:
+    found = await service.checkpoints(p.session_id)
+    return {"checkpoints": [convert.checkpoint_json(c) for c in found]}
+
+
+async def restore(service: SessionService, p: RestoreParams) -> dict[str, Any]:
+    if not (p.files or p.conversation):
+        raise invalid_params("files", "a restore needs files, conversation or both")
+    result = await service.restore(
+        p.session_id, p.seq, files=p.files, conversation=p.conversation, force=p.force
+    )
+    return convert.restore_json(result)
+
+
+async def undo_restore(service: SessionService, p: SessionParams) -> dict[str, Any]:
+    return convert.undo_json(await service.undo_restore(p.session_id))
+
+
+async def compact(service: SessionService, p: CompactParams) -> dict[str, Any]:
+    done = await service.compact(p.session_id, p.instructions)
+    return {"before": done.before, "after": done.after, "compacted": done.compacted}
+
+
+async def fork(service: SessionService, p: ForkParams) -> dict[str, Any]:
+    # session/fork (ACP's own) forks the whole conversation; this one takes a seq.
+    return {"sessionId": await service.fork(p.session_id, p.seq, title=p.title)}
+
+
+async def delete(service: SessionService, p: SessionParams) -> dict[str, Any]:
+    # session/delete is not in the SDK's router.
+    await service.delete(p.session_id)
+    return {}
+
+
+# -- the table
+
+P = TypeVar("P", bound=SessionParams)
+
+
+@attrs.frozen
+class ExtensionMethod(Generic[P]):
+    name: str
+    """The wire name, with its leading ``_``."""
+    params: type[P]
+    handler: Callable[[SessionService, P], Awaitable[dict[str, Any]]]
+
+
+EXTENSIONS: tuple[ExtensionMethod[Any], ...] = (
+    ExtensionMethod("_agent-host/checkpoints", SessionParams, checkpoints),
+    ExtensionMethod("_agent-host/restore", RestoreParams, restore),
+    ExtensionMethod("_agent-host/undoRestore", SessionParams, undo_restore),
+    ExtensionMethod("_agent-host/compact", CompactParams, compact),
+    ExtensionMethod("_agent-host/fork", ForkParams, fork),
+    ExtensionMethod("_agent-host/delete", SessionParams, delete),
+)
+
+EXTENSION_METHODS = [method.name for method in EXTENSIONS]
+"""As initialize advertises them (agentCapabilities._meta["agent-host"].methods)."""
+
+_BY_NAME = {method.name: method for method in EXTENSIONS}
+
+
+async def dispatch(service: SessionService, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Answer the extension ``method`` (its name as the SDK passes it: without the
+    leading ``_``)."""
+    found = _BY_NAME.get(f"_{method}")
+    if found is None:
+        raise RequestError.method_not_found(f"_{method}")
+    p = ext_params(found.params, params)
+    await known_session(service, p.session_id)
+    return await found.handler(service, p)

@@ -1,0 +1,25 @@
+"""Short texts a person reads, shared by every front end and the CLI: a line cut to
+length, a list of files, a time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def describe_files(paths: list[str]) -> str:
+    """``"2 files (a.py, b.py)"``; ``"no files"``."""
+    if not paths:
+        return "no files"
+    noun = "file" if len(paths) == 1 else "files"
+    return f"{len(paths)} {noun} ({', '.join(sorted(paths))})"
+
+
+def local_time(ts: float) -> str:
+    """A timestamp as local ISO 8601 time with its offset, to the second."""
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,396 @@
+"""Both front ends agree: the same scenario, run through a real ``agent-host serve``
+(the LSP dialect) and a real ``agent-host acp`` (the official ACP SDK's client) on
+the scripted model, gives the same results field by field and the same error kinds.
+
+Each scenario is one row of :data:`SCENARIOS`: its script and a function that drives
+a :class:`FrontEnd` and returns what it observed, as camelCase JSON. The LSP dialect
+names an operation ``session/<op>``, ACP ``_agent-host/<op>`` (:data:`OPERATIONS`);
+params and results are the same camelCase JSON on both. Errors are compared by the
+name of their code in each dialect's own table, never by number: the dialects may
+number a kind differently (ACP's missing session, for one).
+
+A new operation is a new row of OPERATIONS and a scenario that uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import acp
+import attrs
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from agent_host.acp import errors as acp_errors
+from agent_host.rpc.errors import ErrorCode as LspCode
+from tests.acp.conftest import RecordingClient
+from tests.server.conftest import request, start_agent, stop_agent
+
+AcpCode = acp_errors.ErrorCode
+"""ACP's table of error codes (the code → name the parity compares)."""
+
+OPERATIONS: dict[str, tuple[str, str]] = {
+    # operation: (LSP dialect's method, ACP extension method)
+    "checkpoints": ("session/checkpoints", "_agent-host/checkpoints"),
+    "restore": ("session/restore", "_agent-host/restore"),
+    "undoRestore": ("session/undoRestore", "_agent-host/undoRestore"),
+    "compact": ("session/compact", "_agent-host/compact"),
+    "fork": ("session/fork", "_agent-host/fork"),
+    "delete": ("session/delete", "_agent-host/delete"),
+}
+
+
+@attrs.frozen
+class Failure:
+    """An error answer, by kind: the name of its code in the dialect's table."""
+
+    kind: str
+
+
+class FrontEnd(Protocol):
+    async def new(self) -> str: ...
+
+    async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
+        """A turn: ``{"stopReason": ...}`` or the Failure."""
+        ...
+
+    async def call(self, operation: str, params: dict[str, Any]) -> Any:
+        """An operation of OPERATIONS: its result as JSON, or the Failure."""
+        ...
+
+
+class LspFrontEnd:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def new(self) -> str:
+        return str((await request(self.client, "session/new", {}))["sessionId"])
+
+    async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
+        try:
+            done = await request(
+                self.client, "session/send", {"sessionId": session_id, "prompt": prompt}
+            )
+        except JsonRpcException as exc:
+            return Failure(LspCode(exc.code).name)
+        return {"stopReason": done["stopReason"]}
+
+    async def call(self, operation: str, params: dict[str, Any]) -> Any:
+        try:
+            result = await request(self.client, OPERATIONS[operation][0], params)
+        except JsonRpcException as exc:
+            return Failure(LspCode(exc.code).name)
+        # session/delete answers null, ACP's extension {}: both "done, nothing to say".
+        return {} if result is None else result
+
+
+class AcpFrontEnd:
+    def __init__(self, conn: Any, workspace: Path) -> None:
+        self.conn = conn
+        self.workspace = workspace
+
+    async def new(self) -> str:
+        response = await self.conn.new_session(cwd=str(self.workspace), mcp_servers=[])
+        return str(response.session_id)
+
+    async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
+        try:
+            done = await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(prompt)])
+        except acp.RequestError as exc:
+            return Failure(AcpCode(exc.code).name)
+        # ACP names the engine's max_turns max_turn_requests; the scenarios end turns.
+        return {"stopReason": done.stop_reason}
+
+    async def call(self, operation: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.conn.ext_method(OPERATIONS[operation][1].removeprefix("_"), params)
+        except acp.RequestError as exc:
+            return Failure(AcpCode(exc.code).name)
+
+
+@asynccontextmanager
+async def lsp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterator[FrontEnd]:
+    client = await start_agent(root=workspace, store=store, model=model)
+    try:
+        yield LspFrontEnd(client)
+    finally:
+        await stop_agent(client)
+
+
+@asynccontextmanager
+async def acp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterator[FrontEnd]:
+    command = ["-m", "agent_host", "acp", "--model", model, "--store", str(store)]
+    async with acp.spawn_agent_process(
+        RecordingClient(),
+        sys.executable,
+        *command,
+        "--approval",
+        "auto",
+        cwd=workspace,
+        transport_kwargs={"stderr": None},
+        use_unstable_protocol=True,
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        yield AcpFrontEnd(conn, workspace)
+
+
+FRONT_ENDS = {"lsp": lsp_front_end, "acp": acp_front_end}
+
+
+# -- scenarios
+
+
+def write_a(content: str) -> dict[str, Any]:
+    return {"name": "write_file", "arguments": {"path": "a.py", "content": content}}
+
+
+TWO_EDITS = [
+    {"tool_calls": [write_a("v1\n")]},
+    {"text": "Wrote v1."},
+    {"tool_calls": [write_a("v2\n")]},
+    {"text": "Wrote v2."},
+]
+
+Run = Callable[[FrontEnd, Path], Awaitable[dict[str, Any]]]
+
+
+@attrs.frozen
+class Scenario:
+    name: str
+    steps: list[dict[str, Any]]
+    run: Run
+
+
+def comparable(checkpoints: Any) -> Any:
+    """A checkpoint list without ``createdAt`` (each run has its own clock), which
+    must be there all the same."""
+    if isinstance(checkpoints, Failure):
+        return checkpoints
+    listed = checkpoints["checkpoints"]
+    assert all(isinstance(c.pop("createdAt"), str) for c in listed), listed
+    return listed
+
+
+async def two_turns(fe: FrontEnd) -> tuple[str, list[dict[str, Any] | Failure]]:
+    sid = await fe.new()
+    turns = [await fe.send(sid, "write v1"), await fe.send(sid, "write v2")]
+    return sid, turns
+
+
+async def send_with_a_tool_call(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid = await fe.new()
+    turn = await fe.send(sid, "write v1")
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert (ws / "a.py").read_text() == "v1\n"
+    return {"turn": turn, "file": (ws / "a.py").read_text(), "checkpoints": listed}
+
+
+async def checkpoints_of_two_turns(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, turns = await two_turns(fe)
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert [c["prompt"] for c in listed] == ["write v1", "write v2"]
+    assert all(c["files"] == ["a.py"] for c in listed)
+    assert {"fromCommands", "notCaptured", "externalTools"} <= set(listed[0])
+    return {"turns": turns, "checkpoints": listed}
+
+
+async def checkpoints_of_a_command(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    # fromCommands: a file the shell changed, not the agent's file tools.
+    sid = await fe.new()
+    turn = await fe.send(sid, "make b")
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert listed[0]["fromCommands"] == ["b.txt"], listed
+    return {"turn": turn, "checkpoints": listed}
+
+
+async def restore_then_undo(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    first = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"][0]["seq"]
+    restored = await fe.call("restore", {"sessionId": sid, "seq": first})
+    after_restore = (ws / "a.py").read_text()
+    undone = await fe.call("undoRestore", {"sessionId": sid})
+    after_undo = (ws / "a.py").read_text()
+    assert restored["restoredFiles"] == ["a.py"] and after_restore == "print('a')\n"
+    assert undone["restoredFiles"] == ["a.py"] and after_undo == "v2\n"
+    return {
+        "restored": restored,
+        "afterRestore": after_restore,
+        "undone": undone,
+        "afterUndo": after_undo,
+        "checkpointsAfter": comparable(await fe.call("checkpoints", {"sessionId": sid})),
+    }
+
+
+async def restore_with_a_conflict(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    second = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"][1]["seq"]
+    (ws / "a.py").write_text("mine\n")  # the user, after the agent's last write
+    kept = await fe.call("restore", {"sessionId": sid, "seq": second})
+    content_kept = (ws / "a.py").read_text()
+    undone = await fe.call("undoRestore", {"sessionId": sid})
+    forced = await fe.call("restore", {"sessionId": sid, "seq": second, "force": True})
+    assert kept["conflicts"] == ["a.py"] and content_kept == "mine\n"
+    assert forced["restoredFiles"] == ["a.py"]
+    return {
+        "kept": kept,
+        "contentKept": content_kept,
+        "undone": undone,
+        "forced": forced,
+        "contentForced": (ws / "a.py").read_text(),
+    }
+
+
+async def restore_conversation_only(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    first = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"][0]["seq"]
+    restored = await fe.call("restore", {"sessionId": sid, "seq": first, "files": False})
+    assert restored["restoredFiles"] == [] and restored["removedEvents"] > 0
+    return {
+        "restored": restored,
+        "file": (ws / "a.py").read_text(),
+        "checkpoints": comparable(await fe.call("checkpoints", {"sessionId": sid})),
+    }
+
+
+async def fork(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    second = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"][1]["seq"]
+    whole = await fe.call("fork", {"sessionId": sid})
+    part = await fe.call("fork", {"sessionId": sid, "seq": second})  # before "write v2"
+    assert whole["sessionId"] not in (sid, part["sessionId"])
+    part_listed = await fe.call("checkpoints", {"sessionId": part["sessionId"]})
+    assert [c["prompt"] for c in part_listed["checkpoints"]] == ["write v1"]
+    return {
+        "fields": sorted(whole),
+        "wholeCheckpoints": comparable(
+            await fe.call("checkpoints", {"sessionId": whole["sessionId"]})
+        ),
+        "partCheckpoints": comparable(
+            await fe.call("checkpoints", {"sessionId": part["sessionId"]})
+        ),
+        "source": comparable(await fe.call("checkpoints", {"sessionId": sid})),
+    }
+
+
+async def compact(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    done = await fe.call("compact", {"sessionId": sid, "instructions": "keep the file names"})
+    assert set(done) == {"before", "after", "compacted"}
+    return {"compacted": done, "file": (ws / "a.py").read_text()}
+
+
+async def delete(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    deleted = await fe.call("delete", {"sessionId": sid})
+    # The session goes (unknown_session asks after it), its edits stay: deleting is
+    # not rewinding.
+    return {"deleted": deleted, "file": (ws / "a.py").read_text()}
+
+
+async def unknown_session(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    await fe.call("delete", {"sessionId": sid})
+    never = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    found = {
+        f"{op}({which})": await fe.call(op, {"sessionId": unknown, **extra})
+        for which, unknown in [("never stored", never), ("deleted", sid)]
+        for op, extra in [
+            ("checkpoints", {}),
+            ("restore", {"seq": 1}),
+            ("undoRestore", {}),
+            ("compact", {}),
+            ("fork", {}),
+            ("delete", {}),
+        ]
+    }
+    assert set(found.values()) == {Failure("SESSION_NOT_FOUND")}, found
+    return found
+
+
+async def errors(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    found = {
+        "unknownCheckpoint": await fe.call("restore", {"sessionId": sid, "seq": 9999}),
+        "nothingToUndo": await fe.call("undoRestore", {"sessionId": sid}),
+        "seqNotANumber": await fe.call("restore", {"sessionId": sid, "seq": "one"}),
+        "noSessionId": await fe.call("checkpoints", {}),
+        "sessionIdNotAString": await fe.call("checkpoints", {"sessionId": 7}),
+    }
+    assert found["unknownCheckpoint"] == Failure("CHECKPOINT_NOT_FOUND")
+    assert found["seqNotANumber"] == Failure("INVALID_PARAMS")
+    assert found["noSessionId"] == Failure("INVALID_PARAMS")
+    assert found["nothingToUndo"] == Failure("INCOMPATIBLE_STATE")
+    assert (ws / "a.py").read_text() == "v2\n"  # no failed call touched the file
+    return found
+
+
+async def turn_in_progress(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid = await fe.new()
+    slow = asyncio.ensure_future(fe.send(sid, "take your time"))
+    await asyncio.sleep(1.0)  # the turn holds the session by now (its step waits 4 s)
+    during = {
+        "send": await fe.send(sid, "and another thing"),
+        "restore": await fe.call("restore", {"sessionId": sid, "seq": 1}),
+    }
+    first = await slow
+    assert during["send"] == Failure("TURN_IN_PROGRESS")
+    return {"during": during, "first": first}
+
+
+SCENARIOS = [
+    Scenario("send_with_a_tool_call", TWO_EDITS, send_with_a_tool_call),
+    Scenario("checkpoints", TWO_EDITS, checkpoints_of_two_turns),
+    Scenario(
+        "checkpoints_from_commands",
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo b > b.txt"}}]},
+            {"text": "Made b."},
+        ],
+        checkpoints_of_a_command,
+    ),
+    Scenario("restore_then_undo", TWO_EDITS, restore_then_undo),
+    Scenario("restore_with_a_conflict", TWO_EDITS, restore_with_a_conflict),
+    Scenario("restore_conversation_only", TWO_EDITS, restore_conversation_only),
+    Scenario("fork", TWO_EDITS, fork),
+    Scenario("compact", TWO_EDITS, compact),
+    Scenario("delete", TWO_EDITS, delete),
+    Scenario("errors", TWO_EDITS, errors),
+    pytest.param(
+        Scenario("unknown_session", TWO_EDITS, unknown_session),
+        # Today the LSP dialect's service answers an id it never stored as an empty
+        # session (checkpoints [], compact a no-op); ACP checks first. The session
+        # handles (issue 22, item 1) make it SessionNotFound on both: then this
+        # passes, and strict makes that a failure until the mark goes.
+        marks=pytest.mark.xfail(
+            strict=True, reason="LSP dialect: an unknown session id is not SessionNotFound"
+        ),
+        id="unknown_session",
+    ),
+    Scenario("turn_in_progress", [{"text": "Slowly.", "delay_ms": 4000}], turn_in_progress),
+]
+
+
+async def observe(front_end: str, scenario: Scenario, tmp_path: Path) -> dict[str, Any]:
+    home = tmp_path / front_end
+    workspace = home / "ws"
+    workspace.mkdir(parents=True)
+    (workspace / "a.py").write_text("print('a')\n")
+    script = home / "script.json"
+    script.write_text(json.dumps({"steps": scenario.steps}))
+    async with FRONT_ENDS[front_end](workspace, home / "store", f"scripted:{script}") as fe:
+        return await scenario.run(fe, workspace)
+
+
+@pytest.mark.parametrize(
+    "scenario", SCENARIOS, ids=lambda s: s.name if isinstance(s, Scenario) else None
+)
+async def test_both_front_ends_agree(scenario: Scenario, tmp_path: Path) -> None:
+    lsp = await observe("lsp", scenario, tmp_path)
+    acp_seen = await observe("acp", scenario, tmp_path)
+    assert acp_seen == lsp
