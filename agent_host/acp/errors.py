@@ -15,8 +15,8 @@ from typing import Any, ParamSpec, TypeVar
 from acp import RequestError
 from pydantic import ValidationError
 
+from ..jsonrpc.limits import REPORTED_PROBLEMS, clip
 from ..rpc.errors import ErrorCode, error_code
-from ..rpc.limits import REPORTED_PROBLEMS, clip
 
 log = logging.getLogger(__name__)
 

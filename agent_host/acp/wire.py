@@ -31,7 +31,8 @@ import logging
 import sys
 from typing import Any
 
-from ..rpc.jsonrpc import (
+from ..jsonrpc.limits import LARGEST_MESSAGE, MAX_LIST_ITEMS
+from ..jsonrpc.messages import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -39,7 +40,6 @@ from ..rpc.jsonrpc import (
     is_id,
     overlong_array,
 )
-from ..rpc.limits import LARGEST_MESSAGE, MAX_LIST_ITEMS
 from .errors import bounded_error
 from .redacting import masked_line
 

@@ -1,9 +1,9 @@
-"""Small printing helpers shared by the commands."""
+"""Printing JSON for the commands; the texts they share with the front ends are in
+:mod:`agent_host.service.text`."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from ..session.redaction import mask_json
@@ -12,22 +12,3 @@ from ..session.redaction import mask_json
 def print_json(value: Any) -> None:
     """One JSON value on one line of stdout, flushed, with every secret masked."""
     print(json.dumps(mask_json(value), ensure_ascii=False), flush=True)
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def describe_files(paths: list[str]) -> str:
-    """``"2 files (a.py, b.py)"``; ``"no files"``."""
-    if not paths:
-        return "no files"
-    noun = "file" if len(paths) == 1 else "files"
-    return f"{len(paths)} {noun} ({', '.join(sorted(paths))})"
-
-
-def local_time(ts: float) -> str:
-    """A timestamp as local ISO 8601 time with its offset, to the second."""
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")

@@ -16,10 +16,10 @@ import sys
 from typing import Any
 
 from ..rpc import methods
+from ..service.text import shorten
 from ..session import AgentHostError
 from .child_server import check_exit, make_client
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from .output import shorten
 from .turn_output import JsonPrinter, TextPrinter, TurnPrinter
 
 APPROVALS = ("ask", "auto-edit", "auto", "read-only")

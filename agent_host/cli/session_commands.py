@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from ..rpc import methods
+from ..service.text import describe_files, shorten
 from ..session import AgentHostError, open_store
 from .child_server import call_server
 from .exit_codes import EXIT_OK
-from .output import describe_files, print_json, shorten
+from .output import print_json
 
 
 async def history(args: argparse.Namespace) -> int:

@@ -15,9 +15,9 @@ import orjson
 
 from ..rpc.converter import unstructure
 from ..rpc.types import SessionSummary
+from ..service.text import local_time
 from ..session import SessionInfo, collect_garbage, open_store
 from .exit_codes import EXIT_OK
-from .output import local_time
 
 
 async def sessions(args: argparse.Namespace) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..service.text import shorten
 from ..session.redaction import mask
-from .output import print_json, shorten
+from .output import print_json
 
 UNKNOWN_COST = "$—"
 """A cost the server could not price (null): unknown, which $0.0000 would hide."""

@@ -18,8 +18,8 @@ import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ..jsonrpc.limits import MAX_LIST_ITEMS, REPORTED_PROBLEMS, clip
 from ..session.errors import AgentHostError
-from .limits import MAX_LIST_ITEMS, REPORTED_PROBLEMS, clip
 
 
 class InvalidParams(AgentHostError, ValueError):

@@ -20,9 +20,9 @@ from pygls.protocol import (
 )
 
 from .. import __version__
+from ..jsonrpc.messages import INVALID_REQUEST, PARSE_ERROR, invalid_message, is_id
 from ..rpc import methods
 from ..rpc.errors import ErrorCode, error_code
-from ..rpc.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid_message, is_id
 from ..session.redaction import SECRETS
 from .stdio import REFUSED_KEY
 

@@ -9,8 +9,8 @@ import re
 from collections.abc import Callable
 from typing import BinaryIO
 
-from ..rpc.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from ..rpc.limits import LARGEST_MESSAGE
+from ..jsonrpc.limits import LARGEST_MESSAGE
+from ..jsonrpc.messages import INVALID_REQUEST, PARSE_ERROR
 
 CHUNK = 1 << 20
 LARGEST_FRAME = LARGEST_MESSAGE

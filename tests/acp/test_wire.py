@@ -175,7 +175,7 @@ def test_an_oversized_list_param_is_refused_at_once(agent, workspace):
 
 @pytest.mark.slow
 def test_a_line_over_the_limit_is_skipped_unread(agent):
-    from agent_host.rpc.limits import LARGEST_MESSAGE
+    from agent_host.jsonrpc.limits import LARGEST_MESSAGE
 
     chunk = b'"' + b"x" * (MIB - 1)
     before = len(agent.messages)

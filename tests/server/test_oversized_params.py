@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from agent_host.rpc.limits import MAX_LIST_ITEMS
+from agent_host.jsonrpc.limits import MAX_LIST_ITEMS
 
 from .wire import INVALID_PARAMS, raw_server, status_kib
 
