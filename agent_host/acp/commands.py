@@ -118,8 +118,10 @@ class SlashCommand:
 
     def available(self) -> s.AvailableCommand:
         """As ``available_commands_update`` advertises it."""
-        hint = None if self.hint is None else s.UnstructuredCommandInput(hint=self.hint)
-        return s.AvailableCommand(name=self.name, description=self.description, input=hint)
+        wanted = None
+        if self.hint is not None:
+            wanted = s.AvailableCommandInput(root=s.UnstructuredCommandInput(hint=self.hint))
+        return s.AvailableCommand(name=self.name, description=self.description, input=wanted)
 
 
 SLASH_COMMANDS = (
