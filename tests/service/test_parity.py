@@ -90,7 +90,7 @@ class LspFrontEnd:
             )
         except JsonRpcException as exc:
             return Failure(LSP_NAMES.get(exc.code, str(exc.code)))
-        return {"stopReason": done["stopReason"]}
+        return {"stopReason": done["stopReason"], "text": done["text"]}
 
     async def call(self, operation: str, params: dict[str, Any]) -> Any:
         try:
@@ -102,8 +102,9 @@ class LspFrontEnd:
 
 
 class AcpFrontEnd:
-    def __init__(self, conn: Any, workspace: Path) -> None:
+    def __init__(self, conn: Any, client: RecordingClient, workspace: Path) -> None:
         self.conn = conn
+        self.client = client
         self.workspace = workspace
 
     async def new(self) -> str:
@@ -111,12 +112,20 @@ class AcpFrontEnd:
         return str(response.session_id)
 
     async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
+        seen = len(self.client.updates)
         try:
             done = await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(prompt)])
         except acp.RequestError as exc:
             return Failure(ACP_NAMES.get(exc.code, str(exc.code)))
-        # ACP names the engine's max_turns max_turn_requests; the scenarios end turns.
-        return {"stopReason": done.stop_reason}
+        # The turn's text streams as agent_message_chunk updates; the LSP dialect's
+        # session/send also answers it whole. ACP names the engine's max_turns
+        # max_turn_requests; the scenarios end their turns.
+        streamed = "".join(
+            u.content.text
+            for sid, u in self.client.updates[seen:]
+            if sid == session_id and u.session_update == "agent_message_chunk"
+        )
+        return {"stopReason": done.stop_reason, "text": streamed}
 
     async def call(self, operation: str, params: dict[str, Any]) -> Any:
         try:
@@ -137,8 +146,9 @@ async def lsp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterat
 @asynccontextmanager
 async def acp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterator[FrontEnd]:
     command = ["-m", "agent_host", "acp", "--model", model, "--store", str(store)]
+    client = RecordingClient()
     async with acp.spawn_agent_process(
-        RecordingClient(),
+        client,
         sys.executable,
         *command,
         "--approval",
@@ -148,7 +158,7 @@ async def acp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterat
         use_unstable_protocol=True,
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        yield AcpFrontEnd(conn, workspace)
+        yield AcpFrontEnd(conn, client, workspace)
 
 
 FRONT_ENDS = {"lsp": lsp_front_end, "acp": acp_front_end}
