@@ -222,12 +222,21 @@ async def checkpoints_of_two_turns(fe: FrontEnd, ws: Path) -> dict[str, Any]:
 
 
 async def checkpoints_of_a_command(fe: FrontEnd, ws: Path) -> dict[str, Any]:
-    # fromCommands: a file the shell changed, not the agent's file tools.
+    # fromCommands: a file the shell changed, not the agent's file tools; notCaptured:
+    # what it changed where capture does not look (node_modules/).
     sid = await fe.new()
     turn = await fe.send(sid, "make b")
     listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
     assert listed[0]["fromCommands"] == ["b.txt"], listed
-    return {"turn": turn, "checkpoints": listed}
+    assert listed[0]["notCaptured"] == ["node_modules/"], listed
+    restored = await fe.call("restore", {"sessionId": sid, "seq": listed[0]["seq"]})
+    assert restored["notCaptured"] == ["node_modules/"], restored
+    return {
+        "turn": turn,
+        "checkpoints": listed,
+        "restored": restored,
+        "bAfterRestore": (ws / "b.txt").exists(),
+    }
 
 
 async def restore_then_undo(fe: FrontEnd, ws: Path) -> dict[str, Any]:
@@ -368,13 +377,15 @@ async def turn_in_progress(fe: FrontEnd, ws: Path) -> dict[str, Any]:
     return {"during": during, "first": first}
 
 
+MAKE_B = "echo b > b.txt; mkdir -p node_modules/p; echo x > node_modules/p/i.js"
+
 SCENARIOS = [
     Scenario("send_with_a_tool_call", TWO_EDITS, send_with_a_tool_call),
     Scenario("checkpoints", TWO_EDITS, checkpoints_of_two_turns),
     Scenario(
         "checkpoints_from_commands",
         [
-            {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo b > b.txt"}}]},
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": MAKE_B}}]},
             {"text": "Made b."},
         ],
         checkpoints_of_a_command,
