@@ -25,12 +25,14 @@ from typing import Any, Protocol
 import acp
 import attrs
 import pytest
+from acp import schema as s
 from pygls.exceptions import JsonRpcException
 
 from agent_host.acp import errors as acp_errors
 from agent_host.rpc import errors as lsp_errors
 from tests.acp.conftest import RecordingClient
 from tests.server.conftest import request, start_agent, stop_agent
+from tests.session.mcp.conftest import APP
 
 
 def names_of(table: dict[str, int]) -> dict[int, str]:
@@ -65,7 +67,10 @@ class Failure:
 
 
 class FrontEnd(Protocol):
-    async def new(self) -> str: ...
+    async def new(self, mcp_server: dict[str, Any] | None = None) -> str:
+        """A new session; with ``mcp_server`` (ACP's McpServer JSON, which the LSP
+        dialect takes too) its turns have that server's tools."""
+        ...
 
     async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
         """A turn: ``{"stopReason": ...}`` or the Failure."""
@@ -80,8 +85,9 @@ class LspFrontEnd:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    async def new(self) -> str:
-        return str((await request(self.client, "session/new", {}))["sessionId"])
+    async def new(self, mcp_server: dict[str, Any] | None = None) -> str:
+        params = {"mcpServers": [mcp_server]} if mcp_server else {}
+        return str((await request(self.client, "session/new", params))["sessionId"])
 
     async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
         try:
@@ -107,8 +113,9 @@ class AcpFrontEnd:
         self.client = client
         self.workspace = workspace
 
-    async def new(self) -> str:
-        response = await self.conn.new_session(cwd=str(self.workspace), mcp_servers=[])
+    async def new(self, mcp_server: dict[str, Any] | None = None) -> str:
+        servers = [s.McpServerStdio.model_validate(mcp_server)] if mcp_server else []
+        response = await self.conn.new_session(cwd=str(self.workspace), mcp_servers=servers)
         return str(response.session_id)
 
     async def send(self, session_id: str, prompt: str) -> dict[str, Any] | Failure:
@@ -237,6 +244,16 @@ async def checkpoints_of_a_command(fe: FrontEnd, ws: Path) -> dict[str, Any]:
         "restored": restored,
         "bAfterRestore": (ws / "b.txt").exists(),
     }
+
+
+async def checkpoints_of_an_mcp_tool(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    # externalTools: the MCP tools a turn called (what they did outside, no restore undoes).
+    server = {"name": "t", "command": sys.executable, "args": [APP, "stdio"], "env": []}
+    sid = await fe.new(server)
+    turn = await fe.send(sid, "echo")
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert listed[0]["externalTools"] == ["mcp__t__echo"], listed
+    return {"turn": turn, "checkpoints": listed}
 
 
 async def restore_then_undo(fe: FrontEnd, ws: Path) -> dict[str, Any]:
@@ -389,6 +406,14 @@ SCENARIOS = [
             {"text": "Made b."},
         ],
         checkpoints_of_a_command,
+    ),
+    Scenario(
+        "checkpoints_from_mcp_tools",
+        [
+            {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"text": "hi"}}]},
+            {"text": "Echoed."},
+        ],
+        checkpoints_of_an_mcp_tool,
     ),
     Scenario("restore_then_undo", TWO_EDITS, restore_then_undo),
     Scenario("restore_with_a_conflict", TWO_EDITS, restore_with_a_conflict),
