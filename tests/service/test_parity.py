@@ -10,6 +10,19 @@ name of their code in each dialect's own table, never by number: the dialects ma
 number a kind differently (ACP's missing session, for one).
 
 A new operation is a new row of OPERATIONS and a scenario that uses it.
+
+Where the dialects differ on purpose, and so are not compared:
+
+- ACP's slash commands (``/rewind`` ...) answer in text a person reads, not JSON
+  (tests/acp/test_rewind.py); the ``_agent-host/*`` methods are what is compared.
+- ``unrevertedBuffers`` is always ``[]`` over ACP: its client's files are written
+  through ``fs/write_text_file``, never left as editor buffers; the scenarios open no
+  buffers on the LSP side either, so the field is compared all the same.
+- ``session/delete`` answers null, ``_agent-host/delete`` ``{}`` (the SDK wants an
+  object): both read as "done".
+- A turn: ``session/send`` answers its text whole, ACP streams it as
+  ``agent_message_chunk`` updates; ACP names the engine's ``max_turns``
+  ``max_turn_requests``.
 """
 
 from __future__ import annotations
