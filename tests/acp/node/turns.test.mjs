@@ -27,6 +27,8 @@ test("initialize answers protocol version 1 and advertises loadSession", async (
       "_agent-host/checkpoints",
       "_agent-host/restore",
       "_agent-host/undoRestore",
+      "_agent-host/compact",
+      "_agent-host/fork",
       "_agent-host/delete",
     ]);
   } finally {
