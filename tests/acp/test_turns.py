@@ -33,6 +33,8 @@ async def test_initialize_advertises_what_the_agent_does(spawn):
         "_agent-host/checkpoints",
         "_agent-host/restore",
         "_agent-host/undoRestore",
+        "_agent-host/compact",
+        "_agent-host/fork",
         "_agent-host/delete",
     ]
     assert answer.auth_methods == []
