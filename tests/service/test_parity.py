@@ -44,7 +44,7 @@ from pygls.exceptions import JsonRpcException
 from agent_host.acp import errors as acp_errors
 from agent_host.rpc import errors as lsp_errors
 from tests.acp.conftest import RecordingClient
-from tests.server.conftest import request, start_agent, stop_agent
+from tests.server.conftest import request, start_agent, stop_agent, wait_until
 from tests.session.mcp.conftest import APP
 
 
@@ -93,6 +93,10 @@ class FrontEnd(Protocol):
         """An operation of OPERATIONS: its result as JSON, or the Failure."""
         ...
 
+    def streamed(self, session_id: str) -> str:
+        """The text the session's turns have streamed so far."""
+        ...
+
 
 class LspFrontEnd:
     def __init__(self, client: Any) -> None:
@@ -118,6 +122,13 @@ class LspFrontEnd:
             return Failure(LSP_NAMES.get(exc.code, str(exc.code)))
         # session/delete answers null, ACP's extension {}: both "done, nothing to say".
         return {} if result is None else result
+
+    def streamed(self, session_id: str) -> str:
+        return "".join(
+            e["data"]["text"]
+            for e in self.client.events
+            if e["sessionId"] == session_id and e["kind"] == "text_delta"
+        )
 
 
 class AcpFrontEnd:
@@ -152,6 +163,9 @@ class AcpFrontEnd:
             return await self.conn.ext_method(OPERATIONS[operation][1].removeprefix("_"), params)
         except acp.RequestError as exc:
             return Failure(ACP_NAMES.get(exc.code, str(exc.code)))
+
+    def streamed(self, session_id: str) -> str:
+        return self.client.text(session_id)
 
 
 @asynccontextmanager
@@ -397,7 +411,9 @@ async def errors(fe: FrontEnd, ws: Path) -> dict[str, Any]:
 async def turn_in_progress(fe: FrontEnd, ws: Path) -> dict[str, Any]:
     sid = await fe.new()
     slow = asyncio.ensure_future(fe.send(sid, "take your time"))
-    await asyncio.sleep(1.0)  # the turn holds the session by now (its step waits 4 s)
+    # The first words streamed: the turn holds the session, and waits 3 s before
+    # its next words.
+    await wait_until(lambda: fe.streamed(sid) != "", timeout=30, what="the turn's first words")
     during = {
         "send": await fe.send(sid, "and another thing"),
         "restore": await fe.call("restore", {"sessionId": sid, "seq": 1}),
@@ -446,7 +462,11 @@ SCENARIOS = [
         ),
         id="unknown_session",
     ),
-    Scenario("turn_in_progress", [{"text": "Slowly.", "delay_ms": 4000}], turn_in_progress),
+    Scenario(
+        "turn_in_progress",
+        [{"text": "Slowly but surely, word by word.", "delay_ms": 3000}],
+        turn_in_progress,
+    ),
 ]
 
 
