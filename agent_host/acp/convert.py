@@ -21,14 +21,13 @@ from acp.helpers import (
 )
 
 from ..cli.output import local_time, shorten
-from ..rpc.errors import ErrorCode
 from ..service import ContextItem
 from ..session import events as ev
 from ..session.checkpoints import Checkpoint
 from ..session.conversation import prompt_content
 from ..session.restore import RestoreResult, UndoResult
 from ..session.store import SessionInfo
-from .errors import RequestError, invalid_params
+from .errors import MODEL_ERROR, RequestError, invalid_params
 
 TOOL_KINDS: dict[str, s.ToolKind] = {
     "read_file": "read",
@@ -156,7 +155,7 @@ def prompt_input(blocks: Sequence[Any]) -> tuple[str, list[ContextItem]]:
 def stop_reason(engine: str) -> s.StopReason:
     found = STOP_REASONS.get(engine)
     if found is None:  # "error": the engine raises rather than returns it
-        raise RequestError(int(ErrorCode.MODEL_ERROR), f"the turn ended with {engine!r}")
+        raise RequestError(MODEL_ERROR, f"the turn ended with {engine!r}")
     return found
 
 

@@ -18,11 +18,11 @@ import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ..session.errors import AgentHostError
+from ..session.errors import InvalidArgument
 from .limits import MAX_LIST_ITEMS, REPORTED_PROBLEMS, clip
 
 
-class InvalidParams(AgentHostError, ValueError):
+class InvalidParams(InvalidArgument):
     """Params that do not fit the method: the message names the field."""
 
 

@@ -87,10 +87,6 @@ class Unreverted:
     def paths(self) -> list[str]:
         return list(self._reasons)
 
-    @property
-    def reasons(self) -> dict[str, str]:
-        return dict(self._reasons)
-
 
 _collector: contextvars.ContextVar[Unreverted | None] = contextvars.ContextVar(
     "agent_host_unreverted_buffers", default=None

@@ -62,10 +62,7 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
     service = server.sessions()
     if folder is not None:
         folder = os.path.join(service.roots[0], folder)  # relative to the workspace
-    try:
-        page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
-    except ValueError as exc:  # limit or cursor, named by the service
-        raise InvalidParams(str(exc)) from None
+    page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
     sessions = [
         rpc.SessionSummary(
             i.id, i.title, iso(i.created_at), iso(i.updated_at), i.turns, i.head, i.workspace

@@ -24,7 +24,7 @@ from ..session.approval import Approval
 from ..session.checkpoints import Checkpoint
 from ..session.compaction import CompactResult
 from ..session.environment import EnvironmentPolicy
-from ..session.errors import SessionNotFound
+from ..session.errors import InvalidArgument, SessionNotFound
 from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
 from ..session.resources import McpConfigs
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
@@ -200,7 +200,7 @@ class SessionService:
         """Sessions newest first, of ``cwd`` only when given; ``cursor`` is a
         ``next_cursor`` this service returned."""
         if limit is not None and limit < 1:
-            raise ValueError("limit: must be 1 or more (omit it for every session)")
+            raise InvalidArgument("limit: must be 1 or more (omit it for every session)")
         infos = await self.host().list_sessions(cwd)
         start = _cursor(cursor)
         end = len(infos) if limit is None else start + limit
@@ -319,5 +319,5 @@ def _cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     if not cursor.isdigit():
-        raise ValueError(f"cursor: {cursor!r} is not a nextCursor this server returned")
+        raise InvalidArgument(f"cursor: {cursor!r} is not a nextCursor this server returned")
     return int(cursor)

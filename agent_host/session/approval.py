@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .errors import InvalidArgument
+
 Approval = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVALS: tuple[Approval, ...] = ("ask", "auto-edit", "auto", "read-only")
 Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
@@ -47,7 +49,7 @@ PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
 
 def check_approval(value: str) -> Approval:
     if value not in APPROVALS:
-        raise ValueError(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
+        raise InvalidArgument(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
     return value  # type: ignore[return-value]
 
 

@@ -27,6 +27,7 @@ from .errors import (
     CapabilityUnsupported,
     CheckpointNotFound,
     HostClosed,
+    InvalidArgument,
     ToolError,
     TurnInProgress,
     WorkspaceMismatch,
@@ -288,7 +289,7 @@ class AgentHost:
         ``context`` (``{"text", "uri"?}`` each) is logged beside the prompt.
         """
         if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
+            raise InvalidArgument("prompt must be a non-empty string")
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         task = asyncio.create_task(self._run(sid, prompt, model, context or None))
@@ -374,7 +375,7 @@ class AgentHost:
         self._refuse_if_running(session_id)
         async with self.store.turn_lease(check_session_id(session_id)):
             if not (files or conversation):
-                raise ValueError("restore needs files, conversation or both")
+                raise InvalidArgument("restore needs files, conversation or both")
             self._refuse_if_running(session_id)  # one may have started while we waited
             state = await self._settled(session_id)
             from .restore import restore_to

@@ -20,6 +20,7 @@ import orjson
 
 from . import events as ev
 from .conversation import INTERRUPTED, call_arguments, prompt_content, summary_text
+from .errors import InvalidArgument
 from .model import RAW_ARGUMENTS_KEY
 from .state import SessionState
 
@@ -33,11 +34,11 @@ def items_to_events(items: list[Item]) -> list[ev.Event]:
     out: list[ev.Event] = []
     for number, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ValueError(f"item {number} is not a JSON object: {type(item).__name__}")
+            raise InvalidArgument(f"item {number} is not a JSON object: {type(item).__name__}")
         try:
             orjson.dumps(item)
         except TypeError as exc:
-            raise ValueError(f"item {number} cannot be stored as JSON: {exc}") from None
+            raise InvalidArgument(f"item {number} cannot be stored as JSON: {exc}") from None
         out.extend(_event(part) for part in _responses_items(item))
     return out
 

@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from . import events as ev
+from .errors import InvalidArgument
 from .model import UsageReport
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,13 @@ class Price:
         elif isinstance(value, list | tuple) and len(value) == 2:
             inp, out = value
         else:
-            raise ValueError(f"a price is (input, output) USD per million tokens, not {value!r}")
+            raise InvalidArgument(
+                f"a price is (input, output) USD per million tokens, not {value!r}"
+            )
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (inp, out)):
-            raise ValueError(f"a price is (input, output) USD per million tokens, not {value!r}")
+            raise InvalidArgument(
+                f"a price is (input, output) USD per million tokens, not {value!r}"
+            )
         return cls(float(inp), float(out))
 
 

@@ -402,7 +402,8 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
         return None
     try:
         old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
-    except Exception:
+    except (AgentHostError, OSError) as exc:  # the tool call will report it; ask without a diff
+        log.info("no diff in the permission prompt for %s of %r: %s", call.name, path, exc)
         return None
     old = (old_bytes or b"").decode("utf-8", "replace")
     if call.name == "write_file" and isinstance(args.get("content"), str):

@@ -6,7 +6,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import PathOutsideWorkspace, ToolError
+from ..errors import PathOutsideWorkspace, ToolError, describe_os_error
 from .context import ToolContext, ToolOutcome
 from .files import delete_file, edit_file, read_file, write_file
 from .search import grep, list_files
@@ -72,13 +72,6 @@ async def run_tool(name: str, arguments: dict[str, Any], ctx: ToolContext) -> To
     except OSError as e:
         return ToolOutcome(f"{name}: {describe_os_error(e)}", is_error=True)
     return result if isinstance(result, ToolOutcome) else ToolOutcome(result)
-
-
-def describe_os_error(error: OSError) -> str:
-    what = error.strerror or type(error).__name__
-    if error.filename is not None:
-        return f"{what}: {error.filename}"
-    return what
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
