@@ -59,6 +59,8 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
         folder = to_fs_path(folder)
     if folder is not None and not folder:
         raise InvalidParams("workspace: give a folder path or file:// URI (omit it for all)")
+    if folder is not None and "\x00" in folder:
+        raise InvalidParams("workspace: a path cannot hold a NUL byte")
     service = server.sessions()
     if folder is not None:
         folder = os.path.join(service.roots[0], folder)  # relative to the workspace
