@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..session import default_store_url
+from ..session.providers.registry import DEFAULT_MODEL, SUPPORTED_FORMS
 from .local_commands import acp, check_acp, demo, schema, serve
 from .run import APPROVALS, check_run, run
 from .session_commands import checkpoints, compact, delete, history, restore, undo_restore
@@ -67,8 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--model",
         default=os.environ.get(MODEL_ENV) or None,
-        help="provider/model (openai/gpt-4.1-mini, anthropic/..., ollama/...) or "
-        f"scripted:PATH (default ${MODEL_ENV}, else the server's default)",
+        help=f"one of: {'; '.join(SUPPORTED_FORMS)} (default ${MODEL_ENV}, else {DEFAULT_MODEL})",
     )
     model.add_argument(
         "--model-timeout",

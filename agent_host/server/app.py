@@ -32,6 +32,7 @@ from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.environment import ShellEnvironmentError
 from ..session.model import TextDelta
+from ..session.providers.registry import DEFAULT_MODEL
 from ..session.redaction import warm
 from ..session.workspace import DiskWorkspace, Workspace
 from .editor import EditorWorkspace
@@ -39,7 +40,6 @@ from .handlers import REQUEST_HANDLERS, Handler
 from .protocol import AgentProtocol, plain_params_converter, to_wire
 
 log = logging.getLogger(__name__)
-DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
 
 class AgentServer(LanguageServer):
