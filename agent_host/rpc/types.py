@@ -260,6 +260,9 @@ class PermissionParams:
     """external: a tool of an MCP server (``mcp__server__tool``)."""
     arguments: dict[str, Any]
     diff: str | None = None
+    proposed: str | None = None
+    """For an edit of a text file: the whole text the tool would leave there, as the
+    engine's preview computed it (absent when unknown; ``diff`` still says it)."""
     options: list[Decision] = attrs.field(
         factory=lambda: ["allow_once", "allow_always", "reject_once", "reject_always"]
     )

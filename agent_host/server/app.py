@@ -90,6 +90,7 @@ class AgentServer(LanguageServer):
             kind="external" if request.kind.startswith("external") else request.kind,  # type: ignore[arg-type]
             arguments=request.arguments,
             diff=request.diff,
+            proposed=request.after,
         )
         msg_id = str(uuid.uuid4())
         pending = self.protocol.send_request_async(
