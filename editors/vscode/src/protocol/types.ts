@@ -301,6 +301,8 @@ export interface PermissionParams {
     arguments: Record<string, unknown>;
     /** For edits: a unified diff of the change. */
     diff?: string | null;
+    /** For edits of a text file: the whole text the tool would leave (the server's preview). */
+    proposed?: string | null;
     options: Decision[];
 }
 
