@@ -55,8 +55,8 @@ class ToolCalls:
             return None
         before = await self._text(snapshot.before)
         after = await self._text(snapshot.after) if snapshot.after else ""
-        if before is _BINARY or after is _BINARY or after is None:
-            return None
+        if not isinstance(before, str | None) or not isinstance(after, str):
+            return None  # binary, too large or unreadable (_BINARY), or no after
         current.content.append(convert.diff_content(root, snapshot.path, before, after))
         return s.ToolCallProgress(
             session_update="tool_call_update",
