@@ -1,9 +1,9 @@
 """Model providers: ``open_provider("openai/gpt-4.1-mini")`` and the like.
 
-A name is ``provider/model`` (or ``scripted:<path>``), the providers are the rows of
-:data:`.registry.PROVIDERS`. The SDKs are imported only
-when a provider that needs them is opened (see :mod:`.sdk`); ``anthropic`` is an
-optional extra.
+A name is ``provider/model`` (or ``scripted:<path>``); the providers are the rows of
+:data:`.registry.PROVIDERS`, each opened by its function in :mod:`.openers`. The
+SDKs are imported only when a provider that needs them is opened (see :mod:`.sdk`);
+``anthropic`` is an optional extra.
 """
 
 from __future__ import annotations
