@@ -1,6 +1,6 @@
-"""The method table is declared once (rpc.methods names, rpc.types.METHOD_TYPES
-their params and results); the server's handlers, its advertised capabilities and
-the VS Code extension's method list are checked against it."""
+"""The method table is declared once (rpc.methods.TABLE: each row's name, params
+and result); the server's handlers, its advertised capabilities and the VS Code
+extension's method list are checked against it."""
 
 from __future__ import annotations
 
@@ -8,19 +8,25 @@ import re
 from pathlib import Path
 
 from agent_host.rpc import methods
-from agent_host.rpc.types import METHOD_TYPES
-from agent_host.server.handlers import REQUEST_HANDLERS
+from agent_host.server.handlers import HANDLERS
 
 TS_METHODS = Path(__file__).parents[2] / "editors" / "vscode" / "src" / "protocol" / "methods.ts"
 
 
 def test_every_request_has_one_handler_and_types():
+    REQUEST_HANDLERS = {m: h for m, h in HANDLERS.items() if m.kind == "request"}
     assert list(REQUEST_HANDLERS) == list(methods.REQUESTS)
     for name in methods.REQUESTS:
-        params, _ = METHOD_TYPES[name]
+        params = name.params
         assert params is not None, name
         # handlers are named functions a reader can find, not closures
         assert REQUEST_HANDLERS[name].__qualname__ == REQUEST_HANDLERS[name].__name__
+
+
+def test_every_client_method_has_a_handler_and_nothing_else_does():
+    client = [m for m in methods.TABLE if m.direction == methods.CLIENT_TO_SERVER]
+    assert sorted(HANDLERS) == sorted(client)
+    assert methods.CANCEL in HANDLERS
 
 
 def test_the_vscode_method_list_is_the_servers():
