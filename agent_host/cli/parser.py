@@ -236,7 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep snapshots written this recently (default 3600)",
     )
 
-    add("schema", "print the protocol's JSON Schema (draft 2020-12)", schema, [verbose])
+    schema_parser = add(
+        "schema", "print the protocol's JSON Schema (draft 2020-12)", schema, [verbose]
+    )
+    schema_parser.add_argument(
+        "--typescript",
+        action="store_true",
+        help="print it as TypeScript instead (editors/vscode/src/protocol/wire.generated.ts)",
+    )
 
     demo_parser = add(
         "demo", "an offline session: three turns, checkpoints, a restore and its undo", demo, []

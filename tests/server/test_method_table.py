@@ -10,7 +10,9 @@ from pathlib import Path
 from agent_host.rpc import methods
 from agent_host.server.handlers import HANDLERS
 
-TS_METHODS = Path(__file__).parents[2] / "editors" / "vscode" / "src" / "protocol" / "methods.ts"
+TS_METHODS = (
+    Path(__file__).parents[2] / "editors" / "vscode" / "src" / "protocol" / "wire.generated.ts"
+)
 
 
 def test_every_request_has_one_handler_and_types():
@@ -33,7 +35,7 @@ def test_the_vscode_method_list_is_the_servers():
     text = TS_METHODS.read_text()
     constants = dict(re.findall(r"export const (\w+) = '([^']+)';", text))
     requests = re.search(r"export const REQUESTS = \[([^\]]*)\]", text)
-    assert requests, "methods.ts has no REQUESTS list"
+    assert requests, "wire.generated.ts has no REQUESTS list"
     names = [constants[c.strip()] for c in requests.group(1).split(",") if c.strip()]
     assert names == list(methods.REQUESTS)
     assert constants["CANCEL"] == methods.CANCEL
