@@ -8,8 +8,9 @@ from typing import Any
 
 from .. import __version__
 from ..session import default_store_url
+from ..session.approval import APPROVALS
 from .local_commands import acp, check_acp, demo, schema, serve
-from .run import APPROVALS, check_run, run
+from .run import check_run, run
 from .session_commands import checkpoints, compact, delete, history, restore, undo_restore
 from .store_commands import gc, sessions
 
