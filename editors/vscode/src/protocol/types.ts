@@ -14,43 +14,8 @@
 
 import type { ContextItem, HistoryResult as WireHistoryResult, StopReason } from './wire.generated';
 
-export {
-    PROTOCOL_VERSION,
-    APPROVALS,
-    DECISIONS,
-    STOP_REASONS,
-} from './wire.generated';
-export type {
-    Approval,
-    CheckpointInfo,
-    CheckpointsResult,
-    CompactParams,
-    CompactResult,
-    ContextItem,
-    Decision,
-    EventParams,
-    ForkParams,
-    ForkResult,
-    HistoryParams,
-    InitializationOptions,
-    ListParams,
-    ListResult,
-    Methods,
-    NewParams,
-    NewResult,
-    PermissionParams,
-    PermissionResult,
-    RestoreParams,
-    RestoreResult,
-    ResumeResult,
-    SendParams,
-    SendResult,
-    SessionParams,
-    SessionSummary,
-    StopReason,
-    UndoRestoreResult,
-    Usage,
-} from './wire.generated';
+// Every generated params and result type; HistoryResult below refines its messages.
+export * from './wire.generated';
 
 /** An OpenAI chat-format message, passed through as the server has it. */
 export interface ChatMessage {
