@@ -41,3 +41,21 @@ def test_the_vscode_method_list_is_the_servers():
     assert constants["CANCEL"] == methods.CANCEL
     assert constants["EVENT"] == methods.EVENT
     assert constants["REQUEST_PERMISSION"] == methods.REQUEST_PERMISSION
+
+
+ARCHITECTURE = Path(__file__).parents[2] / "docs" / "architecture.md"
+
+
+def test_the_architecture_docs_example_is_the_real_code():
+    """docs/architecture.md shows adding session/close as a diff: what it adds is
+    in the files it names, as it is written there."""
+    section = ARCHITECTURE.read_text().split("## Adding a wire method", 1)[1]
+    python_diff = section.split("```diff\n", 1)[1].split("```", 1)[0]
+    hunks = re.split(r"^\+\+\+ b/(\S+)\n", python_diff, flags=re.M)[1:]
+    assert len(hunks) == 6, "the example shows the table, the service and the handler"
+    for path, body in zip(hunks[::2], hunks[1::2], strict=True):
+        source = (ARCHITECTURE.parents[1] / path).read_text()
+        added = "\n".join(line[1:] for line in body.splitlines() if line.startswith("+"))
+        assert added.strip() in source, (
+            f"docs/architecture.md's example diff no longer matches {path}: refresh it"
+        )
