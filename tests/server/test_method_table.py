@@ -7,7 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from agent_host.rpc import methods
+from agent_host.server.app import create_server
 from agent_host.server.handlers import HANDLERS
 
 TS_METHODS = (
@@ -29,6 +32,19 @@ def test_every_client_method_has_a_handler_and_nothing_else_does():
     client = [m for m in methods.TABLE if m.direction == methods.CLIENT_TO_SERVER]
     assert sorted(HANDLERS) == sorted(client)
     assert methods.CANCEL in HANDLERS
+
+
+def test_a_row_without_a_handler_stops_the_server_from_starting(monkeypatch):
+    monkeypatch.delitem(HANDLERS, methods.CLOSE)
+    with pytest.raises(LookupError, match="session/close"):
+        create_server()
+
+
+def test_initialize_advertises_the_tables_methods():
+    advertised = methods.advertised()
+    assert advertised["methods"] == [*methods.REQUESTS, methods.CANCEL]
+    assert advertised["notifications"] == [methods.EVENT]
+    assert advertised["clientRequests"] == [methods.REQUEST_PERMISSION]
 
 
 def test_the_vscode_method_list_is_the_servers():
