@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
 Approval = Literal["ask", "auto-edit", "auto", "read-only"]
-APPROVALS: tuple[Approval, ...] = ("ask", "auto-edit", "auto", "read-only")
+APPROVALS: tuple[Approval, ...] = get_args(Approval)
 Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 ToolKind = Literal["read", "edit", "command", "external", "external_read"]
 """What the policy sorts a tool as (each tool's row in :mod:`.tools.registry` says).
