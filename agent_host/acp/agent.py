@@ -23,6 +23,7 @@ from ..service import SessionService
 from ..session.approval import APPROVALS
 from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
 from ..session.errors import AgentHostError
+from ..session.providers.registry import EXAMPLE_MODELS
 from ..session.tasks import run_task
 from . import auth, commands, convert
 from .client_files import acting_for
@@ -34,13 +35,7 @@ log = logging.getLogger(__name__)
 META_KEY = "agent-host"
 """Our key in ``_meta``: the extension methods we offer, the options we take."""
 MODEL_OPTION = "model"
-COMMON_MODELS = (
-    "openai/gpt-4.1",
-    "openai/gpt-4.1-mini",
-    "openai/gpt-5",
-    "anthropic/claude-sonnet-4-5",
-    "anthropic/claude-haiku-4-5",
-)
+COMMON_MODELS = EXAMPLE_MODELS
 
 LIST_PAGE = 50
 """Sessions per session/list page."""

@@ -69,6 +69,11 @@ async def acp(args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
+    if args.typescript:
+        from ..rpc.typescript import typescript
+
+        print(typescript(), end="")
+        return EXIT_OK
     from ..rpc.schema import protocol_schema
 
     print(json.dumps(protocol_schema(), indent=2, ensure_ascii=False))

@@ -22,8 +22,6 @@ from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from .output import shorten
 from .turn_output import JsonPrinter, TextPrinter, TurnPrinter
 
-APPROVALS = ("ask", "auto-edit", "auto", "read-only")
-
 STOP_MESSAGES = {
     "max_turns": "the turn used up its model calls (max_turns) before the model finished",
     "max_tokens": "the model's answer was cut off at its output token limit (max_tokens)",

@@ -50,6 +50,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..session.errors import FileTooLarge
+from ..session.limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
@@ -199,8 +200,8 @@ class EditorWorkspace:
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

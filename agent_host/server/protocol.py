@@ -158,9 +158,7 @@ class AgentProtocol(LanguageServerProtocol):
             "agentHost": {
                 "protocolVersion": methods.PROTOCOL_VERSION,
                 "version": __version__,
-                "methods": [*methods.REQUESTS, methods.CANCEL],
-                "notifications": [methods.EVENT],
-                "clientRequests": [methods.REQUEST_PERMISSION],
+                **methods.advertised(),
             }
         }
         return result

@@ -25,7 +25,8 @@ from ..session.checkpoints import Checkpoint
 from ..session.compaction import CompactResult
 from ..session.environment import EnvironmentPolicy
 from ..session.errors import InvalidArgument, SessionNotFound
-from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
+from ..session.host import AgentHost, new_session_id
+from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
 from ..session.turn import TurnResult

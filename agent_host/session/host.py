@@ -36,6 +36,7 @@ from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of
+from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .session_folder import session_files
@@ -48,7 +49,6 @@ from .workspace.processes import CommandProcesses, tracking
 if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
 
-DEFAULT_MODEL = "openai/gpt-4.1-mini"
 log = logging.getLogger(__name__)
 
 

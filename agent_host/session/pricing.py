@@ -28,6 +28,7 @@ import attrs
 from . import events as ev
 from .errors import InvalidArgument
 from .model import UsageReport
+from .providers.registry import FREE_PREFIXES
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,6 @@ PRICES: dict[str, Price] = {
     "claude-3-haiku": Price(0.25, 1.25),
 }
 
-_FREE_PREFIXES = ("scripted:", "ollama/")
 _BOUNDARIES = "-:@"
 
 
@@ -107,7 +107,7 @@ def price_of(model: str, overrides: Mapping[str, Any] | None = None) -> Price | 
         found = _match(model, {name: Price.coerce(p) for name, p in overrides.items()})
         if found is not None:
             return found
-    if model.startswith(_FREE_PREFIXES):
+    if model.startswith(FREE_PREFIXES):
         return FREE
     return _match(model, PRICES)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..limits import COMMAND_MAX_OUTPUT
+
 if TYPE_CHECKING:
     from mcp import types
 
-MAX_RESULT_CHARS = 30_000
+MAX_RESULT_CHARS = COMMAND_MAX_OUTPUT
 
 
 def result_text(result: types.CallToolResult) -> tuple[str, bool]:
