@@ -48,7 +48,7 @@ PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
 def check_approval(value: str) -> Approval:
     if value not in APPROVALS:
         raise ValueError(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
-    return value
+    return value  # type: ignore[return-value]
 
 
 @attrs.define
