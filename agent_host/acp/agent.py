@@ -215,7 +215,7 @@ class AcpAgent:
         if mode_id not in APPROVALS:
             raise invalid_params("modeId", f"must be one of {', '.join(APPROVALS)}")
         await commands.known_session(self.service, session_id)
-        self.service.set_approval(session_id, mode_id)
+        self.service.set_approval(session_id, mode_id)  # type: ignore[arg-type]
         await self.port.notify(session_id, update_current_mode(mode_id))
         return s.SetSessionModeResponse()
 
