@@ -10,6 +10,7 @@ and a session runs in the folder it was opened with (``cwd`` of ``new``,
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -216,7 +217,7 @@ class SessionService:
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
-    ) -> list[ev.Event]:
+    ) -> builtins.list[ev.Event]:
         """Resume an existing session and return its timeline, for a client that
         replays the conversation. SessionNotFound if it was never stored."""
         if not await self.exists(session_id):
@@ -226,10 +227,10 @@ class SessionService:
         await state.load()  # the whole conversation, not only what a turn needs
         return list(state.timeline)
 
-    async def history(self, session_id: str, limit: int | None = None) -> list[dict]:
+    async def history(self, session_id: str, limit: int | None = None) -> builtins.list[dict]:
         return await self.host_of(session_id).history(session_id, limit)
 
-    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+    async def checkpoints(self, session_id: str) -> builtins.list[Checkpoint]:
         return await self.host_of(session_id).list_checkpoints(session_id)
 
     async def restore(
