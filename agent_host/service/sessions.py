@@ -10,7 +10,6 @@ and a session runs in the folder it was opened with (``cwd`` of ``new``,
 from __future__ import annotations
 
 import asyncio
-import builtins
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -217,7 +216,7 @@ class SessionService:
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
-    ) -> builtins.list[ev.Event]:
+    ) -> list[ev.Event]:
         """Resume an existing session and return its timeline, for a client that
         replays the conversation. SessionNotFound if it was never stored."""
         if not await self.exists(session_id):
@@ -227,10 +226,10 @@ class SessionService:
         await state.load()  # the whole conversation, not only what a turn needs
         return list(state.timeline)
 
-    async def history(self, session_id: str, limit: int | None = None) -> builtins.list[dict]:
+    async def history(self, session_id: str, limit: int | None = None) -> list[dict]:
         return await self.host_of(session_id).history(session_id, limit)
 
-    async def checkpoints(self, session_id: str) -> builtins.list[Checkpoint]:
+    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         return await self.host_of(session_id).list_checkpoints(session_id)
 
     async def restore(
