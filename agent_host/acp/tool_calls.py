@@ -57,8 +57,8 @@ class ToolCalls:
             return None
         before = await self._text(snapshot.before)
         after = await self._text(snapshot.after) if snapshot.after else ""
-        if not isinstance(after, str) or not (before is None or isinstance(before, str)):
-            return None  # binary, unreadable or too big (_BINARY), or deleted
+        if before is _BINARY or after is _BINARY or after is None:
+            return None
         current.content.append(convert.diff_content(root, snapshot.path, before, after))
         return s.ToolCallProgress(
             session_update="tool_call_update",
@@ -145,7 +145,7 @@ async def _proposed(request: PermissionRequest, workspace: Workspace) -> list[Co
     path = request.arguments.get("path")
     if request.kind != "edit" or not isinstance(path, str):
         return None
-    unified: list[Content] | None = [convert.text_content(request.diff)] if request.diff else None
+    unified = [convert.text_content(request.diff)] if request.diff else None
     try:
         old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
         old = None if old_bytes is None else old_bytes.decode("utf-8")
