@@ -3,13 +3,15 @@ type checker reads ``AgentHost``'s annotations instead of stopping at ``import-u
 
 from __future__ import annotations
 
-import importlib.resources
-import importlib.util
+import importlib.metadata
+import json
 import site
 import subprocess
 import sys
 import venv
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 
@@ -30,16 +32,25 @@ async def main() -> None:
 """
 
 
+def installed_package() -> Path:
+    """Where pip put agent_host: in site-packages, or for an editable install the source
+    tree its import hook maps to. (Not ``import agent_host``: pytest puts the clone
+    first on sys.path, and the build leaves agent_host.egg-info in it.)"""
+    (dist,) = importlib.metadata.distributions(name="agent-host", path=site.getsitepackages())
+    url = json.loads(dist.read_text("direct_url.json") or "{}")
+    if url.get("dir_info", {}).get("editable"):
+        return Path(url2pathname(urlparse(url["url"]).path)) / "agent_host"
+    return Path(str(dist.locate_file("agent_host")))
+
+
 def test_the_installed_package_has_py_typed():
-    # Under .ci/run (a plain install) this is the installed copy: what the wheel holds.
-    assert importlib.resources.files("agent_host").joinpath("py.typed").is_file()
+    # Under .ci/run (a plain install) this is what the wheel put in site-packages.
+    assert (installed_package() / "py.typed").is_file()
 
 
 @pytest.mark.slow  # mypy reads the package and its dependencies: ~20 s cold
 def test_users_typed_code_type_checks_against_the_package(tmp_path: Path):
-    spec = importlib.util.find_spec("agent_host")
-    assert spec is not None and spec.submodule_search_locations
-    package = Path(next(iter(spec.submodule_search_locations)))
+    package = installed_package()
     # A bare interpreter whose site-packages (by a .pth) holds the package and its
     # dependencies, so mypy finds agent_host as installed -- where PEP 561 applies --
     # whether it is installed plainly or editable (an import hook mypy cannot follow).
