@@ -277,7 +277,9 @@ class AcpAgent:
 
     # -- helpers
 
-    async def _config(self, session_id: str) -> list[s.SessionConfigOptionSelect]:
+    async def _config(
+        self, session_id: str
+    ) -> list[s.SessionConfigOptionSelect | s.SessionConfigOptionBoolean]:
         """The model, as a session config option: the session's, the server's, and
         the common ones (any other can be set by name)."""
         current = self._models.get(session_id) or await self.service.model_of(session_id)

@@ -25,7 +25,7 @@ def missing_key(model: str) -> str | None:
     return None
 
 
-def auth_methods(model: str) -> list[s.AuthMethodAgent]:
+def auth_methods(model: str) -> list[s.EnvVarAuthMethod | s.TerminalAuthMethod | s.AuthMethodAgent]:
     name = missing_key(model)
     if name is None:
         return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from acp import RequestError
@@ -79,7 +79,7 @@ def invalid_params(field: str, problem: str) -> RequestError:
     return RequestError(INVALID_PARAMS, f"{field}: {problem}", {"field": field})
 
 
-def answers(handler: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+def answers(handler: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
     """``handler`` with every failure a JSON-RPC error of ours."""
 
     @functools.wraps(handler)

@@ -277,8 +277,13 @@ async def _read_line() -> str | None:
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
     fd = sys.stdin.fileno()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
     try:
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        loop.add_reader(fd, wake)
     except (NotImplementedError, ValueError):  # no add_reader here (Windows, a file)
         line = await asyncio.to_thread(sys.stdin.readline)
         return line or None

@@ -265,7 +265,7 @@ def _omitted(cls: type, field: attrs.Attribute) -> bool:
 
 
 def _default_value(field: attrs.Attribute) -> Any:
-    default = field.default
+    default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         if default.takes_self:
             return _NO_DEFAULT

@@ -110,6 +110,7 @@ class AgentServer(LanguageServer):
 
     def relay(self, session_id: str, item: object) -> None:
         """A turn's progress to the client as ``session/event`` notifications."""
+        data: dict[str, Any]
         if isinstance(item, TextDelta):
             kind, data = "text_delta", {"text": item.text}
         elif isinstance(item, ev.Event):
@@ -178,11 +179,9 @@ def create_server() -> AgentServer:
                     lsp.MessageType.Warning, f"agent-host: {exc}; using the defaults"
                 )
             )
-        roots = [
-            Path(to_fs_path(f.uri)) for f in params.workspace_folders or [] if to_fs_path(f.uri)
-        ]
-        if not roots and params.root_uri and to_fs_path(params.root_uri):
-            roots = [Path(to_fs_path(params.root_uri))]
+        roots = [Path(path) for f in params.workspace_folders or [] if (path := to_fs_path(f.uri))]
+        if not roots and params.root_uri and (root := to_fs_path(params.root_uri)):
+            roots = [Path(root)]
         if not roots:
             roots = [Path.cwd()]
         options = server.options

@@ -152,7 +152,7 @@ class AgentProtocol(LanguageServerProtocol):
         return SECRETS.mask_json(json.loads(json.dumps(data, default=self._serialize_message)))
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {
             "agentHost": {

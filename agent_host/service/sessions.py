@@ -77,7 +77,7 @@ class SessionService:
     ) -> None:
         self.port = port
         self._owns_store = not hasattr(store, "append")
-        self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
+        self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type, assignment]
         self.model = model or DEFAULT_MODEL
         self.approval = approval
         self.roots = [Path(r) for r in roots] if roots else [Path.cwd()]

@@ -25,7 +25,7 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -421,7 +421,7 @@ class WorkspaceIndex:
         for key in walk.folders.keys() | old_folders.keys():
             now, then = walk.folders.get(key), old_folders.get(key)
             if now is None and _under(key, walk.folders):
-                plan.folders[key] = then  # inside a folder that could not be listed
+                plan.folders[key] = old_folders[key]  # in a folder that could not be listed
             elif now != then and report:
                 not_captured.append(key)
         return plan
@@ -444,7 +444,7 @@ def _deleted(path: str, old: _Entry) -> FileChange:
     return FileChange(path, old[1], None, is_executable(old[0]), None)
 
 
-def _under(path: str, folders: dict[str, object]) -> bool:
+def _under(path: str, folders: Mapping[str, object]) -> bool:
     """Whether ``path`` is inside one of ``folders`` (keys ending in "/")."""
     if not folders:
         return False

@@ -102,7 +102,7 @@ class AgentHost:
         if not sessions:
             store = "memory:"
         self._owns_store = not hasattr(store, "append")
-        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
+        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type, assignment]
         self.shell_environment = as_policy(shell_environment)
         """What commands and MCP servers started in this host's turns see of
         os.environ (ShellEnvironmentError for a bad JSON form)."""

@@ -56,4 +56,6 @@ def _content_text(item: Any) -> str:
 
 def _b64_size(data: str | bytes) -> int:
     """The decoded size of base64 ``data``, without decoding it."""
-    return len(data.rstrip(b"=" if isinstance(data, bytes) else "=")) * 3 // 4
+    if isinstance(data, bytes):
+        return len(data.rstrip(b"=")) * 3 // 4
+    return len(data.rstrip("=")) * 3 // 4
