@@ -56,7 +56,7 @@ PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
 def check_approval(value: str) -> Approval:
     if value not in APPROVALS:
         raise InvalidArgument(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 @attrs.define
