@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         "agent_host.agents needs the OpenAI Agents SDK: pip install 'agent-host[agents]'"
     ) from exc
 
+from .session.errors import InvalidArgument
 from .session.host import AgentHost
 from .session.store import Checkpointer
 
@@ -55,7 +56,7 @@ class AgentHostSession(SessionABC):
         **options: Any,
     ) -> None:
         if host is not None and (store is not None or options):
-            raise ValueError("give either host= or the store and options for a new host")
+            raise InvalidArgument("give either host= or the store and options for a new host")
         self._owns_host = host is None
         self.host = host if host is not None else AgentHost(store, **options)
         self.session_id = self.host._sid(session_id)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_host.rpc.types import METHOD_TYPES
+from agent_host.rpc.methods import TABLE as METHOD_TABLE
 from agent_host.session import open_store
 from agent_host.session.events import (
     FileSnapshot,
@@ -482,7 +482,7 @@ def test_schema_prints_the_protocol():
     assert result.returncode == 0, result.stderr
     schema = json.loads(result.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert set(schema["methods"]) == set(METHOD_TYPES)
+    assert set(schema["methods"]) == set(METHOD_TABLE)
 
 
 def test_demo_runs_a_whole_session_offline(tmp_path):

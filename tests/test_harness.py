@@ -27,7 +27,8 @@ from agent_host import (
     agent_session,
 )
 from agent_host.harness.state import without_secrets
-from agent_host.rpc.errors import ErrorCode, error_code
+from agent_host.rpc.errors import ErrorCode
+from agent_host.server.protocol import error_code
 from agent_host.session import FileCheckpointer, open_store
 from agent_host.session.errors import CapabilityUnsupported, HostClosed, TurnInProgress
 from agent_host.session.model import Finish, ModelRequest, TextDelta, UsageReport

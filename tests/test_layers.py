@@ -67,21 +67,6 @@ def violations(layer: str) -> list[str]:
     return found
 
 
-LAYERS = [
-    pytest.param(
-        layer,
-        # acp/errors.py maps engine errors with rpc.errors' table until the service's
-        # own table of error kinds (issue 22, item 4) lands; strict: then this passes
-        # and the mark must go.
-        marks=pytest.mark.xfail(strict=True, reason="acp/errors.py imports rpc.errors")
-        if layer == "acp"
-        else (),
-        id=layer,
-    )
-    for layer in sorted(FORBIDDEN)
-]
-
-
-@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_a_layer_imports_only_downwards(layer: str) -> None:
     assert violations(layer) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
 from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
+from ..session.errors import AgentHostError
+from ..session.providers.registry import EXAMPLE_MODELS
+from ..session.tasks import run_task
 from . import auth, commands, convert, extensions
 from .client_files import acting_for
 from .errors import answers, invalid_params
@@ -31,13 +35,7 @@ log = logging.getLogger(__name__)
 META_KEY = "agent-host"
 """Our key in ``_meta``: the extension methods we offer, the options we take."""
 MODEL_OPTION = "model"
-COMMON_MODELS = (
-    "openai/gpt-4.1",
-    "openai/gpt-4.1-mini",
-    "openai/gpt-5",
-    "anthropic/claude-sonnet-4-5",
-    "anthropic/claude-haiku-4-5",
-)
+COMMON_MODELS = EXAMPLE_MODELS
 
 LIST_PAGE = 50
 """Sessions per session/list page."""
@@ -263,7 +261,7 @@ class AcpAgent:
         # A notification: nothing to answer, so a bad id is only logged.
         try:
             await self.service.cancel(session_id)
-        except ValueError as exc:
+        except AgentHostError as exc:  # a bad or unknown id; a bug is logged by the SDK
             log.warning("session/cancel ignored: %s", exc)
 
     # -- extensions
@@ -279,7 +277,9 @@ class AcpAgent:
 
     # -- helpers
 
-    async def _config(self, session_id: str) -> list[s.SessionConfigOptionSelect]:
+    async def _config(
+        self, session_id: str
+    ) -> list[s.SessionConfigOptionSelect | s.SessionConfigOptionBoolean]:
         """The model, as a session config option: the session's, the server's, and
         the common ones (any other can be set by name)."""
         current = self._models.get(session_id) or await self.service.model_of(session_id)
@@ -310,17 +310,10 @@ class AcpAgent:
         if configs is not None:
             await self.service.use_mcp_servers(session_id, configs)
 
-    def _after_answer(self, work: Any) -> None:
+    def _after_answer(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` once the current request is answered: the SDK queues the
         answer before this task first runs, so a client knows the session by then."""
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background notification failed", exc_info=task.exception())
+        run_task(work, name="advertising the slash commands", keep=self._tasks)
 
     async def close(self) -> None:
         for task in list(self._tasks):

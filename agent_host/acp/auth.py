@@ -10,7 +10,9 @@ import os
 from acp import RequestError
 from acp import schema as s
 
-KEYS = {"openai/": "OPENAI_API_KEY", "anthropic/": "ANTHROPIC_API_KEY"}
+from ..session.providers.registry import PROVIDERS
+
+KEYS = {p.prefix: p.key_variable for p in PROVIDERS if p.key_required and p.key_variable}
 """Providers whose key the agent reads from its environment (others need none or
 take it from their own variables, checked when the provider is opened)."""
 
@@ -23,7 +25,7 @@ def missing_key(model: str) -> str | None:
     return None
 
 
-def auth_methods(model: str) -> list[s.AuthMethodAgent]:
+def auth_methods(model: str) -> list[s.EnvVarAuthMethod | s.TerminalAuthMethod | s.AuthMethodAgent]:
     name = missing_key(model)
     if name is None:
         return []

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from acp import Client
 
 from ..session.errors import FileTooLarge
-from ..session.limits import MAX_FILE_BYTES
+from ..session.limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT, MAX_FILE_BYTES
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
@@ -205,8 +205,8 @@ class ClientWorkspace:
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

@@ -21,23 +21,25 @@ from acp.helpers import (
 )
 
 from ..service import ContextItem
-from ..service.text import local_time, shorten
+from ..service.text import local_time
 from ..session import events as ev
 from ..session.checkpoints import Checkpoint
 from ..session.conversation import prompt_content
 from ..session.restore import RestoreResult, UndoResult
 from ..session.store import SessionInfo
-from .errors import ErrorCode, RequestError, invalid_params
+from ..session.tools.registry import ToolAction, tool_action, tool_title
+from .errors import MODEL_ERROR, RequestError, invalid_params
 
-TOOL_KINDS: dict[str, s.ToolKind] = {
-    "read_file": "read",
-    "list_files": "read",
-    "grep": "search",
-    "write_file": "edit",
-    "edit_file": "edit",
-    "delete_file": "delete",
-    "run_command": "execute",
+ACP_KINDS: dict[ToolAction, s.ToolKind] = {
+    "read": "read",
+    "search": "search",
+    "edit": "edit",
+    "delete": "delete",
+    "execute": "execute",
+    "other": "other",
 }
+"""What each tool does (its row's action, :mod:`agent_host.session.tools.registry`)
+as ACP's tool kinds."""
 
 STOP_REASONS: dict[str, s.StopReason] = {
     "end_turn": "end_turn",
@@ -47,34 +49,9 @@ STOP_REASONS: dict[str, s.StopReason] = {
     "refusal": "refusal",
 }
 
-TITLE_LIMIT = 80
-
 
 def tool_kind(name: str) -> s.ToolKind:
-    return TOOL_KINDS.get(name, "other")
-
-
-def tool_title(name: str, arguments: dict[str, Any]) -> str:
-    path = arguments.get("path")
-    where = f" in {path}" if isinstance(path, str) and path else ""
-    if name == "read_file":
-        return f"Read {path}"
-    if name == "write_file":
-        return f"Write {path}"
-    if name == "edit_file":
-        return f"Edit {path}"
-    if name == "delete_file":
-        return f"Delete {path}"
-    if name == "list_files":
-        return f"List files {arguments.get('pattern') or ''}".rstrip() + where
-    if name == "grep":
-        return f"Search for {arguments.get('pattern')!r}{where}"
-    if name == "run_command":
-        return shorten(f"Run {arguments.get('command', '')}", TITLE_LIMIT)
-    if name.startswith("mcp__"):
-        _, server, tool = (name.split("__", 2) + ["", ""])[:3]
-        return f"{tool} ({server})"
-    return name
+    return ACP_KINDS[tool_action(name)]
 
 
 def locations(arguments: dict[str, Any], root: Path) -> list[s.ToolCallLocation] | None:
@@ -155,7 +132,7 @@ def prompt_input(blocks: Sequence[Any]) -> tuple[str, list[ContextItem]]:
 def stop_reason(engine: str) -> s.StopReason:
     found = STOP_REASONS.get(engine)
     if found is None:  # "error": the engine raises rather than returns it
-        raise RequestError(int(ErrorCode.MODEL_ERROR), f"the turn ended with {engine!r}")
+        raise RequestError(MODEL_ERROR, f"the turn ended with {engine!r}")
     return found
 
 

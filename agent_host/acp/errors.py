@@ -1,22 +1,23 @@
 """The one place the ACP front end turns engine errors into JSON-RPC errors.
 
-Codes are ours (:func:`agent_host.rpc.errors.error_code`), the same as the LSP
-front end's. The SDK answers its own failures: params its schema rejects become
--32602 with pydantic's errors (each naming the field) in ``data``.
+The kind of each engine error is the service's (:mod:`agent_host.service.errors`);
+its code is :data:`CODES`, the same numbers as the LSP dialect's. The SDK answers
+its own failures: params its schema rejects become -32602 with pydantic's errors
+(each naming the field) in ``data``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from acp import RequestError
 from pydantic import ValidationError
 
 from ..jsonrpc.limits import REPORTED_PROBLEMS, clip
-from ..rpc.errors import ErrorCode, error_code
+from ..service.errors import ErrorKind, describe
 
 log = logging.getLogger(__name__)
 
@@ -24,36 +25,61 @@ CLIENT_FAILURES = (RequestError, ConnectionError, ValidationError, TimeoutError)
 """What a request to the client can end in besides its answer: an error response,
 a hang-up, an answer the schema rejects, no answer in time."""
 
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+MODEL_ERROR = -32007
+
+CODES: dict[ErrorKind, int] = {
+    ErrorKind.INVALID_PARAMS: INVALID_PARAMS,
+    ErrorKind.SESSION_NOT_FOUND: -32001,
+    ErrorKind.CHECKPOINT_CONFLICT: -32002,
+    ErrorKind.CHECKPOINT_NOT_FOUND: -32003,
+    ErrorKind.NOTHING_TO_UNDO: -32004,
+    ErrorKind.UNDO_UNAVAILABLE: -32004,
+    ErrorKind.SNAPSHOT_UNAVAILABLE: -32010,
+    ErrorKind.STATE_INCOMPATIBLE: -32004,
+    ErrorKind.BLOB_NOT_FOUND: -32004,
+    ErrorKind.WORKSPACE_MISMATCH: -32004,
+    ErrorKind.WORKSPACE_REFUSED: -32011,
+    ErrorKind.OS_ERROR: -32011,
+    ErrorKind.CAPABILITY_UNSUPPORTED: -32005,
+    ErrorKind.TURN_IN_PROGRESS: -32006,
+    ErrorKind.MODEL_ERROR: MODEL_ERROR,
+    ErrorKind.PERMISSION_DENIED: -32008,
+    ErrorKind.STORE_UNAVAILABLE: -32009,
+    ErrorKind.STORE_BUSY: -32009,
+    ErrorKind.CORRUPT_STORE: -32009,
+    ErrorKind.LEASE_LOST: -32013,
+    ErrorKind.HOST_CLOSED: -32012,
+    ErrorKind.INTERNAL: INTERNAL_ERROR,
+}
+"""ACP's code for each kind of error. ACP defines only JSON-RPC's own codes and a
+few of its own (-32000 authentication required); the rest are ours, in the range
+JSON-RPC leaves to servers, the same numbers as the LSP dialect's so a client of
+both reads one table."""
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
 def to_request_error(exc: Exception) -> RequestError:
-    """The wire error for ``exc``; never a traceback, and internal errors logged."""
+    """The wire error for ``exc``; never a traceback, and internal errors logged
+    with theirs. A pydantic ValidationError here is a schema value we built wrong:
+    internal, as is any ValueError the engine did not raise as InvalidArgument."""
     if isinstance(exc, RequestError):
         return exc
-    code = error_code(exc)
-    if (
-        code == ErrorCode.INTERNAL_ERROR
-        and isinstance(exc, ValueError)
-        and not isinstance(exc, ValidationError)  # a schema value we built wrong: ours
-    ):
-        # The service's argument checks ("cursor: ... is not a nextCursor") raise
-        # ValueError naming the field: the caller's mistake, not ours.
-        code = ErrorCode.INVALID_PARAMS
-    if code == ErrorCode.INTERNAL_ERROR:
+    report = describe(exc)
+    if report.kind is ErrorKind.INTERNAL:
         log.error("internal error", exc_info=exc)
-        return RequestError(
-            int(code), f"internal error ({type(exc).__name__}); the agent's stderr has the details"
-        )
-    return RequestError(int(code), str(exc), {"error": type(exc).__name__})
+        return RequestError(INTERNAL_ERROR, f"{report.message}; the agent's stderr has the details")
+    return RequestError(CODES[report.kind], report.message, report.data)
 
 
 def invalid_params(field: str, problem: str) -> RequestError:
-    return RequestError(int(ErrorCode.INVALID_PARAMS), f"{field}: {problem}", {"field": field})
+    return RequestError(INVALID_PARAMS, f"{field}: {problem}", {"field": field})
 
 
-def answers(handler: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+def answers(handler: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
     """``handler`` with every failure a JSON-RPC error of ours."""
 
     @functools.wraps(handler)
@@ -75,7 +101,7 @@ def ext_params(model: Any, params: dict[str, Any]) -> Any:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "params"
         raise RequestError(
-            int(ErrorCode.INVALID_PARAMS),
+            INVALID_PARAMS,
             f"{field}: {first['msg']}",
             {"errors": exc.errors(include_url=False, include_context=False)},
         ) from None

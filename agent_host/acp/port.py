@@ -148,7 +148,7 @@ class AcpPort:
             return "reject_once"
         outcome = response.outcome
         if isinstance(outcome, s.AllowedOutcome) and outcome.option_id in DECISIONS:
-            return outcome.option_id  # type: ignore[return-value]
+            return outcome.option_id
         if getattr(outcome, "outcome", None) == "cancelled":
             # ACP: a client answers "cancelled" after it sent session/cancel, and the
             # prompt must end cancelled. The notification may not have been handled

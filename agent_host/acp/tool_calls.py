@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import attrs
 from acp import schema as s
@@ -19,7 +18,6 @@ from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.blobs import BlobStore
 from ..session.errors import AgentHostError
-from ..session.limits import MAX_FILE_BYTES
 from ..session.workspace import Workspace
 from . import convert
 
@@ -57,8 +55,8 @@ class ToolCalls:
             return None
         before = await self._text(snapshot.before)
         after = await self._text(snapshot.after) if snapshot.after else ""
-        if before is _BINARY or after is _BINARY or after is None:
-            return None
+        if not isinstance(before, str | None) or not isinstance(after, str):
+            return None  # binary, too large or unreadable (_BINARY), or no after
         current.content.append(convert.diff_content(root, snapshot.path, before, after))
         return s.ToolCallProgress(
             session_update="tool_call_update",
@@ -104,7 +102,7 @@ class ToolCalls:
         open_call = self._matching(request)
         call_id = open_call.call.call_id if open_call else f"permission-{id(request)}"
         root = workspace.roots[0]
-        content = await _proposed(request, workspace)
+        content = _proposed(request, root)
         return s.ToolCallUpdate(
             tool_call_id=call_id,
             title=convert.tool_title(request.tool, request.arguments),
@@ -139,33 +137,12 @@ _BINARY = object()
 """Content not shown as text: binary, too large or unreadable."""
 
 
-async def _proposed(request: PermissionRequest, workspace: Workspace) -> list[Content] | None:
-    """The edit as a diff (the file's text before and after), else the engine's
-    unified diff as text."""
+def _proposed(request: PermissionRequest, root: Path) -> list[Content] | None:
+    """The edit as a diff (the file's text before and after, as the engine's preview
+    computed it), else the engine's unified diff as text."""
     path = request.arguments.get("path")
     if request.kind != "edit" or not isinstance(path, str):
         return None
-    unified = [convert.text_content(request.diff)] if request.diff else None
-    try:
-        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
-        old = None if old_bytes is None else old_bytes.decode("utf-8")
-    except (AgentHostError, OSError, UnicodeDecodeError) as exc:
-        log.debug("no text diff for %s: %s", path, exc)
-        return unified
-    new = _new_text(request.tool, request.arguments, old)
-    if new is None:
-        return unified
-    return [convert.diff_content(workspace.roots[0], path, old, new)]
-
-
-def _new_text(tool: str, args: dict[str, Any], old: str | None) -> str | None:
-    # The engine's _proposed_diff (turn.py) applies the same rules but hands us only
-    # the unified diff; see docs/acp.md, "Known gaps".
-    if tool == "write_file" and isinstance(args.get("content"), str):
-        return args["content"]
-    if tool == "edit_file" and isinstance(args.get("old_string"), str):
-        count = -1 if args.get("replace_all") else 1
-        return (old or "").replace(args["old_string"], str(args.get("new_string", "")), count)
-    if tool == "delete_file":
-        return ""
-    return None
+    if request.after is not None:
+        return [convert.diff_content(root, path, request.before, request.after)]
+    return [convert.text_content(request.diff)] if request.diff else None

@@ -77,7 +77,7 @@ async def stdio_transport() -> StdioTransport:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     stdout = _Stdout()
     pipe, _ = await loop.connect_write_pipe(lambda: stdout, sys.stdout)
-    return StdioTransport(reader, pipe, stdout)  # type: ignore[arg-type]
+    return StdioTransport(reader, pipe, stdout)
 
 
 class StdioTransport:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import BinaryIO, cast
 
 from .exit_codes import EXIT_OK
 
@@ -30,7 +31,8 @@ def serve(args: argparse.Namespace) -> int:
         gc.enable()
     # stdout carries the protocol: nothing else may write to it.
     stdin = ChunkedStdin(sys.stdin.buffer, on_eof=server.close_on_hang_up)
-    server.start_io(stdin=stdin, stdout=sys.stdout.buffer)
+    # pygls types stdin as a BinaryIO; it calls only readline() and read(n).
+    server.start_io(stdin=cast(BinaryIO, stdin), stdout=sys.stdout.buffer)
     return EXIT_OK
 
 
@@ -69,6 +71,11 @@ async def acp(args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
+    if args.typescript:
+        from ..rpc.typescript import typescript
+
+        print(typescript(), end="")
+        return EXIT_OK
     from ..rpc.schema import protocol_schema
 
     print(json.dumps(protocol_schema(), indent=2, ensure_ascii=False))

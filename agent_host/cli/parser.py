@@ -8,8 +8,10 @@ from typing import Any
 
 from .. import __version__
 from ..session import default_store_url
+from ..session.approval import APPROVALS
+from ..session.providers.registry import DEFAULT_MODEL, SUPPORTED_FORMS
 from .local_commands import acp, check_acp, demo, schema, serve
-from .run import APPROVALS, check_run, run
+from .run import check_run, run
 from .session_commands import checkpoints, compact, delete, history, restore, undo_restore
 from .store_commands import gc, sessions
 
@@ -67,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--model",
         default=os.environ.get(MODEL_ENV) or None,
-        help="provider/model (openai/gpt-4.1-mini, anthropic/..., ollama/...) or "
-        f"scripted:PATH (default ${MODEL_ENV}, else the server's default)",
+        help=f"one of: {'; '.join(SUPPORTED_FORMS)} (default ${MODEL_ENV}, else {DEFAULT_MODEL})",
     )
     model.add_argument(
         "--model-timeout",
@@ -236,7 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep snapshots written this recently (default 3600)",
     )
 
-    add("schema", "print the protocol's JSON Schema (draft 2020-12)", schema, [verbose])
+    schema_parser = add(
+        "schema", "print the protocol's JSON Schema (draft 2020-12)", schema, [verbose]
+    )
+    schema_parser.add_argument(
+        "--typescript",
+        action="store_true",
+        help="print it as TypeScript instead (editors/vscode/src/protocol/wire.generated.ts)",
+    )
 
     demo_parser = add(
         "demo", "an offline session: three turns, checkpoints, a restore and its undo", demo, []

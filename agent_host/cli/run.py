@@ -22,8 +22,6 @@ from .child_server import check_exit, make_client
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from .turn_output import JsonPrinter, TextPrinter, TurnPrinter
 
-APPROVALS = ("ask", "auto-edit", "auto", "read-only")
-
 STOP_MESSAGES = {
     "max_turns": "the turn used up its model calls (max_turns) before the model finished",
     "max_tokens": "the model's answer was cut off at its output token limit (max_tokens)",
@@ -279,8 +277,13 @@ async def _read_line() -> str | None:
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
     fd = sys.stdin.fileno()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
     try:
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        loop.add_reader(fd, wake)
     except (NotImplementedError, ValueError):  # no add_reader here (Windows, a file)
         line = await asyncio.to_thread(sys.stdin.readline)
         return line or None

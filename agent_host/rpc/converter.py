@@ -11,6 +11,7 @@ counts the rest.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 import attrs
@@ -19,10 +20,10 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..jsonrpc.limits import MAX_LIST_ITEMS, REPORTED_PROBLEMS, clip
-from ..session.errors import AgentHostError
+from ..session.errors import InvalidArgument
 
 
-class InvalidParams(AgentHostError, ValueError):
+class InvalidParams(InvalidArgument):
     """Params that do not fit the method: the message names the field."""
 
 
@@ -82,7 +83,9 @@ def make_converter() -> cattrs.Converter:
         return {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
 
     def attrs_structure(cls: type) -> Any:
-        fields = make_dict_structure_fn(cls, converter, **camel_fields(cls))
+        fields: Callable[[Any, Any], Any] = make_dict_structure_fn(
+            cls, converter, **camel_fields(cls)
+        )
 
         def structure_object(value: Any, _: type) -> Any:
             if not isinstance(value, dict):
@@ -113,7 +116,9 @@ def _list_structure(converter: cattrs.Converter, list_type: Any) -> Any:
         if len(value) > MAX_LIST_ITEMS:
             raise TypeError(f"expected at most {MAX_LIST_ITEMS} items, got {len(value)}")
         item = converter.get_structure_hook(item_type)
-        items, failures, uncounted = [], [], 0
+        items: list[Any] = []
+        failures: list[Exception] = []
+        uncounted = 0
         for index, element in enumerate(value):
             try:
                 items.append(item(element, item_type))

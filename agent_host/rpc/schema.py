@@ -1,11 +1,13 @@
-"""The wire contract as JSON Schema (draft 2020-12), generated from ``rpc.types``.
+"""The wire contract as JSON Schema (draft 2020-12), generated from the method table
+(``rpc.methods``) and its types (``rpc.types``).
 
 ``protocol_schema()`` returns one document: a ``$defs`` entry per attrs type (and
 per named ``Literal`` alias such as ``StopReason``), with camelCase property names,
 ``required`` from the fields without defaults and each field's docstring as its
 ``description``; plus a ``methods`` map from each method name to its params and
-result (``$ref`` into ``$defs``), its direction and whether it is a request or a
-notification; plus ``eventData``: the ``data`` of each ``session/event`` kind.
+result (``$ref`` into ``$defs``), its direction, whether it is a request or a
+notification, and its description; plus ``eventData``: the ``data`` of each
+``session/event`` kind.
 
 ``agent-host schema`` prints it. Nothing here is written by hand except the three
 ``session/event`` kinds that are not log events (``text_delta``,
@@ -32,17 +34,6 @@ from .converter import camel
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = f"urn:agent-host:protocol:{methods.PROTOCOL_VERSION}"
-
-CLIENT_TO_SERVER = "client->server"
-SERVER_TO_CLIENT = "server->client"
-
-# How each method travels; a method in METHOD_TYPES missing here fails the build.
-_ROUTES: dict[str, tuple[str, str]] = {
-    **{name: (CLIENT_TO_SERVER, "request") for name in methods.REQUESTS},
-    methods.CANCEL: (CLIENT_TO_SERVER, "notification"),
-    methods.EVENT: (SERVER_TO_CLIENT, "notification"),
-    methods.REQUEST_PERMISSION: (SERVER_TO_CLIENT, "request"),
-}
 
 # session/event kinds that are not log events (see AgentServer.relay).
 _EXTRA_EVENT_DATA: dict[str, dict[str, Any]] = {
@@ -94,19 +85,14 @@ def protocol_schema() -> dict[str, Any]:
     for cls in _attrs_classes(rpc):
         builder.define(cls)
     method_map: dict[str, Any] = {}
-    for name, (params, result) in rpc.METHOD_TYPES.items():
-        if name not in _ROUTES:
-            raise SchemaError(f"method {name!r} has types but no direction in rpc.methods")
-        direction, kind = _ROUTES[name]
-        method_map[name] = {
-            "direction": direction,
-            "kind": kind,
-            "params": None if params is None else builder.ref(params),
-            "result": None if result is None else builder.ref(result),
+    for method in methods.TABLE:
+        method_map[method.name] = {
+            "description": method.doc,
+            "direction": method.direction,
+            "kind": method.kind,
+            "params": builder.ref(method.params),
+            "result": None if method.result is None else builder.ref(method.result),
         }
-    missing = set(_ROUTES) - set(method_map)
-    if missing:
-        raise SchemaError(f"methods without types in rpc.types.METHOD_TYPES: {sorted(missing)}")
 
     event_data: dict[str, Any] = {}
     for kind, cls in session_events.EVENT_TYPES.items():
@@ -279,7 +265,7 @@ def _omitted(cls: type, field: attrs.Attribute) -> bool:
 
 
 def _default_value(field: attrs.Attribute) -> Any:
-    default = field.default
+    default: Any = field.default
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         if default.takes_self:
             return _NO_DEFAULT

@@ -10,9 +10,11 @@ from typing import Any, Literal
 
 import attrs
 
-Approval = Literal["ask", "auto-edit", "auto", "read-only"]
+# The engine's own, on the wire as they are (the schema and TypeScript name them too).
+from ..service import ContextItem
+from ..session.approval import Approval, Decision
+
 StopReason = Literal["end_turn", "cancelled", "max_turns", "refusal", "max_tokens", "error"]
-Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
 
 @attrs.define
@@ -56,14 +58,6 @@ class NewParams:
 @attrs.define
 class NewResult:
     session_id: str
-
-
-@attrs.define
-class ContextItem:
-    """Something the user pointed at, sent along with the prompt."""
-
-    text: str
-    uri: str | None = None
 
 
 @attrs.define
@@ -260,6 +254,9 @@ class PermissionParams:
     """external: a tool of an MCP server (``mcp__server__tool``)."""
     arguments: dict[str, Any]
     diff: str | None = None
+    proposed: str | None = None
+    """For an edit of a text file: the whole text the tool would leave there, as the
+    engine's preview computed it (absent when unknown; ``diff`` still says it)."""
     options: list[Decision] = attrs.field(
         factory=lambda: ["allow_once", "allow_always", "reject_once", "reject_always"]
     )
@@ -268,22 +265,3 @@ class PermissionParams:
 @attrs.define
 class PermissionResult:
     outcome: Decision
-
-
-METHOD_TYPES: dict[str, tuple[type | None, type | None]] = {
-    "session/new": (NewParams, NewResult),
-    "session/send": (SendParams, SendResult),
-    "session/cancel": (SessionParams, None),
-    "session/list": (ListParams, ListResult),
-    "session/resume": (SessionParams, ResumeResult),
-    "session/history": (HistoryParams, HistoryResult),
-    "session/delete": (SessionParams, None),
-    "session/checkpoints": (SessionParams, CheckpointsResult),
-    "session/restore": (RestoreParams, RestoreResult),
-    "session/undoRestore": (SessionParams, UndoRestoreResult),
-    "session/compact": (CompactParams, CompactResult),
-    "session/fork": (ForkParams, ForkResult),
-    "session/close": (SessionParams, None),
-    "session/event": (EventParams, None),
-    "session/requestPermission": (PermissionParams, PermissionResult),
-}

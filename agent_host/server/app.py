@@ -3,9 +3,10 @@
 :class:`AgentServer` is the LSP front end's client port (turn updates as
 ``session/event``, permissions as ``session/requestPermission``, the editor's
 buffers through :class:`EditorWorkspace`); :func:`create_server` registers the
-lifecycle and, from ``handlers.REQUEST_HANDLERS``, every ``session/*`` request:
-params structured from plain JSON (protocol.py), results unstructured, errors
-mapped in ``protocol.to_wire`` -- once, here.
+lifecycle and, for each client method of the table (``rpc.methods.TABLE``), its
+handler (``handlers.HANDLERS``): params structured from plain JSON (protocol.py)
+into the row's params type, results unstructured, errors mapped in
+``protocol.to_wire`` -- once, here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..rpc import methods
 from ..rpc import types as rpc
-from ..rpc.converter import InvalidParams, structure, unstructure
+from ..rpc.converter import InvalidParams, camel, structure, unstructure
+from ..rpc.methods import Method
 from ..service import SessionService
 from ..service.port import SessionChanged
 from ..session import events as ev
@@ -32,14 +34,14 @@ from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.environment import ShellEnvironmentError
 from ..session.model import TextDelta
+from ..session.providers.registry import DEFAULT_MODEL
 from ..session.redaction import warm
 from ..session.workspace import DiskWorkspace, Workspace
 from .editor import EditorWorkspace
-from .handlers import REQUEST_HANDLERS, Handler
+from .handlers import HANDLERS, Handler
 from .protocol import AgentProtocol, plain_params_converter, to_wire
 
 log = logging.getLogger(__name__)
-DEFAULT_MODEL = "openai/gpt-4.1-mini"
 
 
 class AgentServer(LanguageServer):
@@ -90,6 +92,7 @@ class AgentServer(LanguageServer):
             kind="external" if request.kind.startswith("external") else request.kind,  # type: ignore[arg-type]
             arguments=request.arguments,
             diff=request.diff,
+            proposed=request.after,
         )
         msg_id = str(uuid.uuid4())
         pending = self.protocol.send_request_async(
@@ -107,10 +110,11 @@ class AgentServer(LanguageServer):
 
     def relay(self, session_id: str, item: object) -> None:
         """A turn's progress to the client as ``session/event`` notifications."""
+        data: dict[str, Any]
         if isinstance(item, TextDelta):
             kind, data = "text_delta", {"text": item.text}
         elif isinstance(item, ev.Event):
-            kind, data = _event_kind(item), _camel_keys(ev.to_dict(item))
+            kind, data = _event_kind(item), {camel(k): v for k, v in ev.to_dict(item).items()}
         elif isinstance(item, CompactionProgress):
             kind, data = "compaction_progress", {"stage": item.stage, "message": item.message}
         elif isinstance(item, SessionChanged):
@@ -154,18 +158,14 @@ def _event_kind(event: ev.Event) -> str:
     return event.kind if isinstance(event, ev.UnknownEvent) else event.type
 
 
-def _camel_keys(data: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, value in data.items():
-        head, *rest = key.split("_")
-        out[head + "".join(p.title() for p in rest)] = value
-    return out
-
-
 def create_server() -> AgentServer:
     server = AgentServer()
-    for name, handler in REQUEST_HANDLERS.items():
-        register(server, name, handler, rpc.METHOD_TYPES[name][0])
+    for method in methods.TABLE:
+        if method.direction == methods.CLIENT_TO_SERVER:
+            handler = HANDLERS.get(method)
+            if handler is None:
+                raise LookupError(f"{method} is in the method table but has no handler")
+            register(server, method, handler)
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
@@ -179,11 +179,9 @@ def create_server() -> AgentServer:
                     lsp.MessageType.Warning, f"agent-host: {exc}; using the defaults"
                 )
             )
-        roots = [
-            Path(to_fs_path(f.uri)) for f in params.workspace_folders or [] if to_fs_path(f.uri)
-        ]
-        if not roots and params.root_uri and to_fs_path(params.root_uri):
-            roots = [Path(to_fs_path(params.root_uri))]
+        roots = [Path(path) for f in params.workspace_folders or [] if (path := to_fs_path(f.uri))]
+        if not roots and params.root_uri and (root := to_fs_path(params.root_uri)):
+            roots = [Path(root)]
         if not roots:
             roots = [Path.cwd()]
         options = server.options
@@ -217,27 +215,33 @@ def create_server() -> AgentServer:
         if server.service is not None:
             await server.service.shutdown()
 
-    @server.feature(methods.CANCEL)
-    async def cancel(params: Any) -> None:
-        try:
-            request = structure(params, rpc.SessionParams)
-        except InvalidParams as exc:
-            log.warning("session/cancel ignored: %s", exc)
-            return
-        await server.sessions().cancel(request.session_id)
-
     return server
 
 
-def register(server: AgentServer, name: str, handler: Handler, params_type: type) -> None:
-    """``handler`` as the feature ``name``: typed params in, plain JSON out, and
-    every failure a JSON-RPC error."""
+def register(server: AgentServer, method: Method, handler: Handler) -> None:
+    """``handler`` as the feature ``method``: params typed as the table says, plain
+    JSON out, and every failure of a request a JSON-RPC error. A notification has
+    nobody to answer: params that do not fit are logged and dropped."""
 
-    @server.feature(name)
+    if method.kind == "notification":
+
+        @server.feature(method.name)
+        @functools.wraps(handler)
+        async def notified(params: Any) -> None:
+            try:
+                typed = structure(params, method.params)
+            except InvalidParams as exc:
+                log.warning("%s ignored: %s", method, exc)
+                return
+            await handler(server, typed)
+
+        return
+
+    @server.feature(method.name)
     @functools.wraps(handler)
     async def wrapped(params: Any) -> Any:
         try:
-            result = await handler(server, structure(params, params_type))
+            result = await handler(server, structure(params, method.params))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -50,6 +50,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..session.errors import FileTooLarge
+from ..session.limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
@@ -86,10 +87,6 @@ class Unreverted:
     @property
     def paths(self) -> list[str]:
         return list(self._reasons)
-
-    @property
-    def reasons(self) -> dict[str, str]:
-        return dict(self._reasons)
 
 
 _collector: contextvars.ContextVar[Unreverted | None] = contextvars.ContextVar(
@@ -203,8 +200,8 @@ class EditorWorkspace:
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

@@ -1,8 +1,9 @@
-"""The LSP dialect's ``session/*`` requests: one function each, over the service.
+"""The LSP dialect's client methods: one function each, over the service.
 
-Each takes the server and its typed params (``rpc.METHOD_TYPES``) and returns its
-typed result; the conversion to and from the wire and the mapping of errors are
-done once, where :func:`create_server` registers them (``app.py``).
+Each is marked with its row of the method table (``@handles(methods.NEW)``), takes
+the server and that row's typed params and returns its typed result; the
+conversion to and from the wire and the mapping of errors are done once, where
+:func:`create_server` registers them (``app.py``).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
 from ..rpc import methods
 from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams
+from ..rpc.methods import Method
 from ..service import ContextItem
 from ..session.host import new_session_id
 from .editor import collect_unreverted
@@ -26,8 +28,26 @@ if TYPE_CHECKING:
     from .app import AgentServer
 
 Handler = Callable[["AgentServer", Any], Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
+
+HANDLERS: dict[Method, Handler] = {}
+"""Every client method's handler, by its row of ``methods.TABLE`` (a test checks
+that each client method has one, and the server refuses to start without it)."""
 
 
+def handles(method: Method) -> Callable[[H], H]:
+    """Mark a function as the handler of ``method``."""
+
+    def record(handler: H) -> H:
+        if method in HANDLERS:
+            raise ValueError(f"{method} has two handlers")
+        HANDLERS[method] = handler
+        return handler
+
+    return record
+
+
+@handles(methods.NEW)
 async def new(server: AgentServer, params: rpc.NewParams) -> rpc.NewResult:
     session_id = await server.sessions().new(
         model=params.model, title=params.title, mcp_servers=params.mcp_servers
@@ -35,6 +55,7 @@ async def new(server: AgentServer, params: rpc.NewParams) -> rpc.NewResult:
     return rpc.NewResult(session_id)
 
 
+@handles(methods.SEND)
 async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     service = server.sessions()
     session_id = params.session_id or new_session_id()
@@ -53,19 +74,19 @@ async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     )
 
 
+@handles(methods.LIST)
 async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.ListResult:
     folder = params.workspace
     if folder is not None and folder.startswith("file:"):
         folder = to_fs_path(folder)
     if folder is not None and not folder:
         raise InvalidParams("workspace: give a folder path or file:// URI (omit it for all)")
+    if folder is not None and "\x00" in folder:
+        raise InvalidParams("workspace: a path cannot hold a NUL byte")
     service = server.sessions()
     if folder is not None:
         folder = os.path.join(service.roots[0], folder)  # relative to the workspace
-    try:
-        page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
-    except ValueError as exc:  # limit or cursor, named by the service
-        raise InvalidParams(str(exc)) from None
+    page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
     sessions = [
         rpc.SessionSummary(
             i.id, i.title, iso(i.created_at), iso(i.updated_at), i.turns, i.head, i.workspace
@@ -75,19 +96,23 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
     return rpc.ListResult(sessions, page.next_cursor)
 
 
+@handles(methods.RESUME)
 async def resume(server: AgentServer, params: rpc.SessionParams) -> rpc.ResumeResult:
     done = await server.sessions().resume(params.session_id)
     return rpc.ResumeResult(done.session_id, done.head, done.turns)
 
 
+@handles(methods.HISTORY)
 async def history(server: AgentServer, params: rpc.HistoryParams) -> rpc.HistoryResult:
     return rpc.HistoryResult(await server.sessions().history(params.session_id, params.limit))
 
 
+@handles(methods.DELETE)
 async def delete(server: AgentServer, params: rpc.SessionParams) -> None:
     await server.sessions().delete(params.session_id)
 
 
+@handles(methods.CHECKPOINTS)
 async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.CheckpointsResult:
     found = await server.sessions().checkpoints(params.session_id)
     return rpc.CheckpointsResult(
@@ -106,6 +131,7 @@ async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.Che
     )
 
 
+@handles(methods.RESTORE)
 async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.RestoreResult:
     with collect_unreverted() as unreverted:
         done = await server.sessions().restore(
@@ -124,6 +150,7 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
     )
 
 
+@handles(methods.UNDO_RESTORE)
 async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.UndoRestoreResult:
     with collect_unreverted() as unreverted:
         done = await server.sessions().undo_restore(params.session_id)
@@ -132,36 +159,27 @@ async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.Un
     )
 
 
+@handles(methods.COMPACT)
 async def compact(server: AgentServer, params: rpc.CompactParams) -> rpc.CompactResult:
     async with progress(server, "agent-host: compacting"):
         done = await server.sessions().compact(params.session_id, params.instructions)
     return rpc.CompactResult(done.before, done.after, done.compacted)
 
 
+@handles(methods.FORK)
 async def fork(server: AgentServer, params: rpc.ForkParams) -> rpc.ForkResult:
     fork_id = await server.sessions().fork(params.session_id, params.seq, title=params.title)
     return rpc.ForkResult(fork_id)
 
 
+@handles(methods.CLOSE)
 async def close(server: AgentServer, params: rpc.SessionParams) -> None:
     await server.sessions().close(params.session_id)
 
 
-REQUEST_HANDLERS: dict[str, Handler] = {
-    methods.NEW: new,
-    methods.SEND: send,
-    methods.LIST: list_sessions,
-    methods.RESUME: resume,
-    methods.HISTORY: history,
-    methods.DELETE: delete,
-    methods.CHECKPOINTS: checkpoints,
-    methods.RESTORE: restore,
-    methods.UNDO_RESTORE: undo_restore,
-    methods.COMPACT: compact,
-    methods.FORK: fork,
-    methods.CLOSE: close,
-}
-"""Every request of ``methods.REQUESTS``, by name (a test checks they are the same)."""
+@handles(methods.CANCEL)
+async def cancel(server: AgentServer, params: rpc.SessionParams) -> None:
+    await server.sessions().cancel(params.session_id)
 
 
 def iso(ts: float) -> str:

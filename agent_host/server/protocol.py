@@ -22,7 +22,8 @@ from pygls.protocol import (
 from .. import __version__
 from ..jsonrpc.messages import INVALID_REQUEST, PARSE_ERROR, invalid_message, is_id
 from ..rpc import methods
-from ..rpc.errors import ErrorCode, error_code
+from ..rpc.errors import ErrorCode
+from ..service.errors import ErrorKind, describe
 from ..session.redaction import SECRETS
 from .stdio import REFUSED_KEY
 
@@ -151,15 +152,13 @@ class AgentProtocol(LanguageServerProtocol):
         return SECRETS.mask_json(json.loads(json.dumps(data, default=self._serialize_message)))
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {
             "agentHost": {
                 "protocolVersion": methods.PROTOCOL_VERSION,
                 "version": __version__,
-                "methods": [*methods.REQUESTS, methods.CANCEL],
-                "notifications": [methods.EVENT],
-                "clientRequests": [methods.REQUEST_PERMISSION],
+                **methods.advertised(),
             }
         }
         return result
@@ -184,27 +183,46 @@ def _is_request(data: Any) -> bool:
     return getattr(data, "method", None) is not None and getattr(data, "id", None) is not None
 
 
+CODES: dict[ErrorKind, ErrorCode] = {
+    ErrorKind.INVALID_PARAMS: ErrorCode.INVALID_PARAMS,
+    ErrorKind.SESSION_NOT_FOUND: ErrorCode.SESSION_NOT_FOUND,
+    ErrorKind.CHECKPOINT_CONFLICT: ErrorCode.CHECKPOINT_CONFLICT,
+    ErrorKind.CHECKPOINT_NOT_FOUND: ErrorCode.CHECKPOINT_NOT_FOUND,
+    ErrorKind.NOTHING_TO_UNDO: ErrorCode.INCOMPATIBLE_STATE,
+    ErrorKind.UNDO_UNAVAILABLE: ErrorCode.INCOMPATIBLE_STATE,
+    ErrorKind.SNAPSHOT_UNAVAILABLE: ErrorCode.SNAPSHOT_UNAVAILABLE,
+    ErrorKind.STATE_INCOMPATIBLE: ErrorCode.INCOMPATIBLE_STATE,
+    ErrorKind.BLOB_NOT_FOUND: ErrorCode.INCOMPATIBLE_STATE,
+    ErrorKind.WORKSPACE_MISMATCH: ErrorCode.INCOMPATIBLE_STATE,
+    ErrorKind.WORKSPACE_REFUSED: ErrorCode.IO_ERROR,
+    ErrorKind.OS_ERROR: ErrorCode.IO_ERROR,
+    ErrorKind.CAPABILITY_UNSUPPORTED: ErrorCode.UNSUPPORTED_CAPABILITY,
+    ErrorKind.TURN_IN_PROGRESS: ErrorCode.TURN_IN_PROGRESS,
+    ErrorKind.MODEL_ERROR: ErrorCode.MODEL_ERROR,
+    ErrorKind.PERMISSION_DENIED: ErrorCode.PERMISSION_DENIED,
+    ErrorKind.STORE_UNAVAILABLE: ErrorCode.STORE_UNAVAILABLE,
+    ErrorKind.STORE_BUSY: ErrorCode.STORE_UNAVAILABLE,
+    ErrorKind.CORRUPT_STORE: ErrorCode.STORE_UNAVAILABLE,
+    ErrorKind.LEASE_LOST: ErrorCode.LEASE_LOST,
+    ErrorKind.HOST_CLOSED: ErrorCode.HOST_CLOSED,
+    ErrorKind.INTERNAL: ErrorCode.INTERNAL_ERROR,
+}
+"""The LSP dialect's code for each kind of error (docs/protocol.md lists them)."""
+
+
+def error_code(exc: BaseException) -> ErrorCode:
+    """The wire code for ``exc``."""
+    return CODES[describe(exc).kind]
+
+
 def to_wire(exc: Exception) -> JsonRpcException:
-    """The JSON-RPC error for an exception from a handler; never a traceback."""
+    """The JSON-RPC error for an exception from a handler; never a traceback, and
+    an internal error logged with its traceback."""
     if isinstance(exc, JsonRpcException):
         return exc
-    code = error_code(exc)
-    if code == ErrorCode.INTERNAL_ERROR and isinstance(exc, ValueError):
-        code = ErrorCode.INVALID_PARAMS
-    if code == ErrorCode.INTERNAL_ERROR:
+    report = describe(exc)
+    code = int(CODES[report.kind])
+    if report.kind is ErrorKind.INTERNAL:
         log.error("internal error", exc_info=exc)
-        return JsonRpcException(
-            f"internal error ({type(exc).__name__}); the server log has the details",
-            code=int(code),
-        )
-    if code == ErrorCode.IO_ERROR and isinstance(exc, OSError):
-        return JsonRpcException(
-            os_error_message(exc), code=int(code), data={"error": type(exc).__name__}
-        )
-    return JsonRpcException(str(exc), code=int(code), data={"error": type(exc).__name__})
-
-
-def os_error_message(exc: OSError) -> str:
-    """What the OS refused, and where: "No space left on device: /w/a.py"."""
-    reason = exc.strerror or type(exc).__name__
-    return f"{reason}: {exc.filename}" if exc.filename else reason
+        return JsonRpcException(f"{report.message}; the server log has the details", code=code)
+    return JsonRpcException(report.message, code=code, data=report.data)

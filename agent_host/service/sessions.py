@@ -24,8 +24,9 @@ from ..session.approval import Approval
 from ..session.checkpoints import Checkpoint
 from ..session.compaction import CompactResult
 from ..session.environment import EnvironmentPolicy
-from ..session.errors import SessionNotFound
-from ..session.host import DEFAULT_MODEL, AgentHost, new_session_id
+from ..session.errors import InvalidArgument, SessionNotFound
+from ..session.host import AgentHost, new_session_id
+from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
 from ..session.turn import TurnResult
@@ -76,7 +77,7 @@ class SessionService:
     ) -> None:
         self.port = port
         self._owns_store = not hasattr(store, "append")
-        self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
+        self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type, assignment]
         self.model = model or DEFAULT_MODEL
         self.approval = approval
         self.roots = [Path(r) for r in roots] if roots else [Path.cwd()]
@@ -200,7 +201,7 @@ class SessionService:
         """Sessions newest first, of ``cwd`` only when given; ``cursor`` is a
         ``next_cursor`` this service returned."""
         if limit is not None and limit < 1:
-            raise ValueError("limit: must be 1 or more (omit it for every session)")
+            raise InvalidArgument("limit: must be 1 or more (omit it for every session)")
         infos = await self.host().list_sessions(cwd)
         start = _cursor(cursor)
         end = len(infos) if limit is None else start + limit
@@ -319,5 +320,5 @@ def _cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     if not cursor.isdigit():
-        raise ValueError(f"cursor: {cursor!r} is not a nextCursor this server returned")
+        raise InvalidArgument(f"cursor: {cursor!r} is not a nextCursor this server returned")
     return int(cursor)

@@ -16,14 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
+from .errors import InvalidArgument
+
 Approval = Literal["ask", "auto-edit", "auto", "read-only"]
-APPROVALS: tuple[Approval, ...] = ("ask", "auto-edit", "auto", "read-only")
+APPROVALS: tuple[Approval, ...] = get_args(Approval)
 Decision = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 ToolKind = Literal["read", "edit", "command", "external", "external_read"]
+"""What the policy sorts a tool as (each tool's row in :mod:`.tools.registry` says).
+external: a tool of an MCP server; external_read: one that says it only reads."""
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,10 @@ class PermissionRequest:
     kind: ToolKind
     diff: str | None = None
     """A unified diff of the change, for edits."""
+    before: str | None = None
+    """For an edit of a text file: its text now (None: it does not exist, or is not text)."""
+    after: str | None = None
+    """For an edit: the text the tool would leave (its preview); None when unknown."""
     call_id: str | None = None
     """The model's id of the tool call asked about (as in its tool_call event)."""
     protected: str | None = None
@@ -47,8 +55,8 @@ PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
 
 def check_approval(value: str) -> Approval:
     if value not in APPROVALS:
-        raise ValueError(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
-    return value  # type: ignore[return-value]
+        raise InvalidArgument(f"approval must be one of {', '.join(APPROVALS)}; got {value!r}")
+    return value
 
 
 @attrs.define

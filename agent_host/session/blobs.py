@@ -310,7 +310,7 @@ def _syncfs() -> Callable[[int], int] | None:
     import ctypes
 
     try:
-        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return None
 

@@ -25,7 +25,7 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -43,6 +43,7 @@ from .capture_walk import (
 )
 from .errors import PathOutsideWorkspace, StoreUnavailable
 from .limits import MAX_FILE_BYTES  # files past it: indexed by stat, in not_captured
+from .tasks import run_task
 from .workspace.paths import relative_in_roots
 
 log = logging.getLogger(__name__)
@@ -186,10 +187,7 @@ class WorkspaceIndex:
     def start(self) -> None:
         """Begin the first index in a background task, if not begun already."""
         if self._first is None and not self._indexed:
-            self._first = asyncio.get_running_loop().create_task(
-                self._pass(report=False), name="workspace-index"
-            )
-            self._first.add_done_callback(_log_failure)
+            self._first = run_task(self._pass(report=False), name="the first workspace index")
 
     async def refresh(self) -> None:
         """Await the first index, then bring the index up to date with the disk: files
@@ -423,7 +421,7 @@ class WorkspaceIndex:
         for key in walk.folders.keys() | old_folders.keys():
             now, then = walk.folders.get(key), old_folders.get(key)
             if now is None and _under(key, walk.folders):
-                plan.folders[key] = then  # inside a folder that could not be listed
+                plan.folders[key] = old_folders[key]  # in a folder that could not be listed
             elif now != then and report:
                 not_captured.append(key)
         return plan
@@ -446,7 +444,7 @@ def _deleted(path: str, old: _Entry) -> FileChange:
     return FileChange(path, old[1], None, is_executable(old[0]), None)
 
 
-def _under(path: str, folders: dict[str, object]) -> bool:
+def _under(path: str, folders: Mapping[str, object]) -> bool:
     """Whether ``path`` is inside one of ``folders`` (keys ending in "/")."""
     if not folders:
         return False
@@ -516,8 +514,3 @@ def _read_file(path: str, walked: Sig, max_bytes: int) -> tuple[Sig | None, byte
         if after == before and len(data) == before[0]:
             return before, data
     return walked, None  # written to while it was read, twice
-
-
-def _log_failure(task: asyncio.Task[CapturedChanges]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("the first workspace index failed", exc_info=task.exception())

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from .workspace.dirfd import is_temp_name, sweep_temp
+from .workspace.dirfd import DIR_FLAGS, is_temp_name, sweep_temp
 from .workspace.listing import IgnoreStack, gitignored, load_gitignore
 from .workspace.paths import relative_in_roots
 
@@ -50,9 +50,6 @@ class Walk:
     started_ns: int
     """time.time_ns() as the walk began: content read after it whose mtime is this
     recent may yet change within the same timestamp tick."""
-
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def is_executable(sig: Sig) -> bool:
@@ -122,7 +119,7 @@ class Walker:
             try:
                 # Listed through a descriptor, each entry's lstat is an fstatat of its
                 # name: no walk down the whole path again per file.
-                fd = os.open(path, _DIR_FLAGS)
+                fd = os.open(path, DIR_FLAGS)
             except (FileNotFoundError, NotADirectoryError):
                 continue  # gone (or no longer a folder) since its parent was listed
             except OSError as exc:

@@ -52,22 +52,22 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     out: list[Checkpoint] = []
     current: Checkpoint | None = None
     for event in events:
-        kind = type(event)
-        if kind is UserPrompt:
-            current = Checkpoint(event.seq, event.text, event.ts, [])
-            out.append(current)
-        elif kind is Restore or kind is RestoreUndone:
-            current = None  # what follows is the restore's doing, not a turn's
-        elif kind is FileSnapshot and current:
-            if event.path not in current.files:
-                current.files.append(event.path)
-            if event.by_command and event.path not in current.from_commands:
-                current.from_commands.append(event.path)
-        elif kind is ToolCall and current and event.name.startswith(EXTERNAL_PREFIX):
-            if event.name not in current.external_tools:
-                current.external_tools.append(event.name)
-        elif kind is UncapturedChanges and current:
-            current.not_captured += [p for p in event.paths if p not in current.not_captured]
+        match event:
+            case UserPrompt():
+                current = Checkpoint(event.seq, event.text, event.ts, [])
+                out.append(current)
+            case Restore() | RestoreUndone():
+                current = None  # what follows is the restore's doing, not a turn's
+            case FileSnapshot() if current:
+                if event.path not in current.files:
+                    current.files.append(event.path)
+                if event.by_command and event.path not in current.from_commands:
+                    current.from_commands.append(event.path)
+            case ToolCall() if current and event.name.startswith(EXTERNAL_PREFIX):
+                if event.name not in current.external_tools:
+                    current.external_tools.append(event.name)
+            case UncapturedChanges() if current:
+                current.not_captured += [p for p in event.paths if p not in current.not_captured]
     return out
 
 
@@ -141,21 +141,21 @@ def left_by_session(events: Sequence[Event]) -> dict[str, tuple[str | None, str 
     left: dict[str, tuple[str | None, str | None]] = {}
     replaced: dict[str, tuple[str | None, str | None] | None] = {}  # by the open intent
     for event in events:
-        kind = type(event)
-        if kind is FileSnapshot:
-            if event.jump:
-                replaced.setdefault(event.path, left.get(event.path))
-            left[event.path] = (event.after, event.buffer_after if event.jump else None)
-        elif kind is RestoreApplied:
-            for path in event.kept:  # not written: what was there before stays
-                before = replaced.get(path)
-                if before is None:
-                    left.pop(path, None)
-                else:
-                    left[path] = before
-            replaced = {}
-        elif kind is Restore or kind is RestoreUndone:
-            replaced = {}
+        match event:
+            case FileSnapshot():
+                if event.jump:
+                    replaced.setdefault(event.path, left.get(event.path))
+                left[event.path] = (event.after, event.buffer_after if event.jump else None)
+            case RestoreApplied():
+                for path in event.kept:  # not written: what was there before stays
+                    before = replaced.get(path)
+                    if before is None:
+                        left.pop(path, None)
+                    else:
+                        left[path] = before
+                replaced = {}
+            case Restore() | RestoreUndone():
+                replaced = {}
     return left
 
 
@@ -221,11 +221,11 @@ def pending_capture(events: Sequence[Event]) -> CaptureStarted | None:
     be in the last turn: the search stops at the last prompt or restore.
     """
     for event in reversed(events):
-        kind = type(event)
-        if kind is CaptureStarted:
-            return event
-        if kind is CaptureEnded or kind is UserPrompt or kind is Restore or kind is RestoreUndone:
-            return None
+        match event:
+            case CaptureStarted():
+                return event
+            case CaptureEnded() | UserPrompt() | Restore() | RestoreUndone():
+                return None
     return None
 
 
@@ -234,12 +234,12 @@ def cut_short_writes(events: Sequence[Event]) -> list[str]:
     (no TurnEnd): a write killed midway left its temp file beside the file."""
     paths: dict[str, None] = {}
     for event in reversed(events):
-        kind = type(event)
-        if kind is FileSnapshot:
-            if not (event.jump or event.by_command):
-                paths[event.path] = None
-        elif kind is UserPrompt:
-            return list(paths)
-        elif kind is TurnEnd or kind is Restore or kind is RestoreUndone:
-            return []
+        match event:
+            case FileSnapshot():
+                if not (event.jump or event.by_command):
+                    paths[event.path] = None
+            case UserPrompt():
+                return list(paths)
+            case TurnEnd() | Restore() | RestoreUndone():
+                return []
     return list(paths)

@@ -65,52 +65,54 @@ class MessageFold:
     def extend(self, events: Iterable[Event]) -> None:
         messages, seqs, open_calls = self.messages, self.seqs, self.open_calls
         for event in events:
-            kind = type(event)
-            if kind is UserPrompt:
-                if open_calls:
-                    _answer_open_calls(messages, seqs, open_calls)
-                content = prompt_content(event) if event.item is None else _user_content(event)
-                messages.append({"role": "user", "content": content})
-                seqs.append(event.seq)
-            elif kind is AssistantMessage:
-                if open_calls:
-                    _answer_open_calls(messages, seqs, open_calls)
-                messages.append({"role": "assistant", "content": event.text})
-                seqs.append(event.seq)
-            elif kind is ToolCall:
-                call = {
-                    "id": event.call_id,
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": call_arguments(event)},
-                }
-                last = messages[-1] if messages else None
-                if last is None or last["role"] != "assistant" or _answered(last, open_calls):
-                    last = {"role": "assistant", "content": None}
-                    messages.append(last)
+            match event:
+                case UserPrompt():
+                    if open_calls:
+                        _answer_open_calls(messages, seqs, open_calls)
+                    content = prompt_content(event) if event.item is None else _user_content(event)
+                    messages.append({"role": "user", "content": content})
                     seqs.append(event.seq)
-                elif "tool_calls" in last:
-                    # Copied, not changed in place: a view handed out before
-                    # shares this dict, and must not grow a call afterwards.
-                    last = messages[-1] = {**last, "tool_calls": list(last["tool_calls"])}
-                else:
-                    last = messages[-1] = dict(last)
-                last.setdefault("tool_calls", []).append(call)
-                open_calls[event.call_id] = len(messages) - 1
-            elif kind is ToolResult:
-                if open_calls.pop(event.call_id, None) is None:
-                    continue  # its call was compacted away or never logged
-                messages.append(
-                    {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
-                )
-                seqs.append(event.seq)
-            elif kind is Compaction:
-                _answer_open_calls(messages, seqs, open_calls)
-                keep = [i for i, s in enumerate(seqs) if not event.first_seq <= s <= event.last_seq]
-                messages[:] = [messages[i] for i in keep]
-                seqs[:] = [seqs[i] for i in keep]
-                at = next((i for i, s in enumerate(seqs) if s > event.last_seq), len(seqs))
-                messages.insert(at, {"role": "user", "content": summary_text(event.summary)})
-                seqs.insert(at, event.first_seq)
+                case AssistantMessage():
+                    if open_calls:
+                        _answer_open_calls(messages, seqs, open_calls)
+                    messages.append({"role": "assistant", "content": event.text})
+                    seqs.append(event.seq)
+                case ToolCall():
+                    call = {
+                        "id": event.call_id,
+                        "type": "function",
+                        "function": {"name": event.name, "arguments": call_arguments(event)},
+                    }
+                    last = messages[-1] if messages else None
+                    if last is None or last["role"] != "assistant" or _answered(last, open_calls):
+                        last = {"role": "assistant", "content": None}
+                        messages.append(last)
+                        seqs.append(event.seq)
+                    elif "tool_calls" in last:
+                        # Copied, not changed in place: a view handed out before
+                        # shares this dict, and must not grow a call afterwards.
+                        last = messages[-1] = {**last, "tool_calls": list(last["tool_calls"])}
+                    else:
+                        last = messages[-1] = dict(last)
+                    last.setdefault("tool_calls", []).append(call)
+                    open_calls[event.call_id] = len(messages) - 1
+                case ToolResult():
+                    if open_calls.pop(event.call_id, None) is None:
+                        continue  # its call was compacted away or never logged
+                    messages.append(
+                        {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
+                    )
+                    seqs.append(event.seq)
+                case Compaction():
+                    _answer_open_calls(messages, seqs, open_calls)
+                    keep = [
+                        i for i, s in enumerate(seqs) if not event.first_seq <= s <= event.last_seq
+                    ]
+                    messages[:] = [messages[i] for i in keep]
+                    seqs[:] = [seqs[i] for i in keep]
+                    at = next((i for i, s in enumerate(seqs) if s > event.last_seq), len(seqs))
+                    messages.insert(at, {"role": "user", "content": summary_text(event.summary)})
+                    seqs.insert(at, event.first_seq)
 
 
 def call_arguments(call: ToolCall) -> str:
@@ -190,7 +192,9 @@ def summary_text(summary: str) -> str:
 def _answered(message: dict[str, Any], open_calls: dict[str, int]) -> bool:
     """Whether results already follow this assistant message's tool calls."""
     calls = message.get("tool_calls")
-    return bool(calls) and not any(c["id"] in open_calls for c in calls)
+    if not calls:
+        return False
+    return not any(c["id"] in open_calls for c in calls)
 
 
 def _answer_open_calls(

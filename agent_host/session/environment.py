@@ -25,22 +25,15 @@ from typing import Any
 import attrs
 
 from .errors import AgentHostError
+from .providers import registry as providers
 from .redaction import SECRETS, looks_like_token
 
 DEFAULT_EXCLUDES: tuple[str, ...] = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*")
 """Name patterns (case-insensitive, fnmatch) dropped unless ``include`` keeps them."""
 
-PROVIDER_KEYS: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "OPENAI_ADMIN_KEY",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "LITELLM_API_KEY",
-    "LITELLM_PROXY_API_KEY",
-    "LITELLM_MASTER_KEY",
-)
-"""The variables the model providers read their keys from (providers/__init__.py and
-the SDKs it opens). Dropped unless ``include`` names one exactly: a wildcard
+PROVIDER_KEYS = providers.PROVIDER_KEYS
+"""The variables the model providers read their keys from (each row of the provider
+registry names its own). Dropped unless ``include`` names one exactly: a wildcard
 include (``*``) must not hand commands the model's key by accident."""
 
 

@@ -1,7 +1,8 @@
 """Errors raised by the session engine.
 
-Each error names what went wrong and what to do about it. The wire code for each
-type lives in :mod:`agent_host.rpc.errors`, the one place engine errors meet JSON-RPC.
+Each error names what went wrong and what to do about it. Which kind of failure
+each type is, for both front ends, is :mod:`agent_host.service.errors`: a new
+error type needs a row there (tests/service/test_errors.py checks).
 """
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ from __future__ import annotations
 
 class AgentHostError(Exception):
     """Base of every error the engine raises on purpose."""
+
+
+class InvalidArgument(AgentHostError, ValueError):
+    """The caller's input is not usable: the message names the argument (or the
+    wire field) and says what is wrong. Raised where the input is checked; a plain
+    ValueError from anywhere else is a bug, never the caller's mistake."""
 
 
 class InvalidSessionId(AgentHostError, ValueError):
@@ -88,8 +95,19 @@ class StoreUnavailable(AgentHostError):
 
 def store_unavailable(path: object, action: str, exc: OSError) -> StoreUnavailable:
     """The typed error for an OSError the store met while doing ``action`` at ``path``."""
-    reason = exc.strerror or type(exc).__name__
-    return StoreUnavailable(f"cannot {action} {path}: {reason}", exc.errno)
+    return StoreUnavailable(f"cannot {action} {path}: {os_error_reason(exc)}", exc.errno)
+
+
+def os_error_reason(exc: OSError) -> str:
+    """Why the OS refused: its text for the errno ("No space left on device"), else
+    the error's type (a TimeoutError raised without an errno)."""
+    return exc.strerror or type(exc).__name__
+
+
+def describe_os_error(exc: OSError) -> str:
+    """What the OS refused, and where: "No space left on device: /w/a.py"."""
+    reason = os_error_reason(exc)
+    return f"{reason}: {exc.filename}" if exc.filename else reason
 
 
 class UnsupportedStore(AgentHostError, ValueError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, ClassVar
+from typing import Any, ClassVar, final
 
 import attrs
 import cattrs
@@ -28,13 +28,18 @@ from .model import RAW_ARGUMENTS_KEY
 
 @attrs.define(kw_only=True, slots=True)
 class Event:
-    """Base of every event. ``seq`` and ``ts`` are set by the store."""
+    """Base of every event. ``seq`` and ``ts`` are set by the store.
+
+    Every event type is final: code dispatches on them with ``match`` class patterns,
+    which would also match a subclass, where the log means exactly one type.
+    """
 
     type: ClassVar[str] = ""
     seq: int = 0
     ts: float = 0.0
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class SessionStarted(Event):
     type: ClassVar[str] = "session_started"
@@ -43,6 +48,7 @@ class SessionStarted(Event):
     title: str | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class UserPrompt(Event):
     """One user prompt: the anchor a checkpoint restores to."""
@@ -61,6 +67,7 @@ class UserPrompt(Event):
     model gets both (:func:`~agent_host.session.conversation.prompt_content`)."""
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
@@ -68,6 +75,7 @@ class AssistantMessage(Event):
     item: dict[str, Any] | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class ToolCall(Event):
     type: ClassVar[str] = "tool_call"
@@ -77,6 +85,7 @@ class ToolCall(Event):
     item: dict[str, Any] | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class ToolResult(Event):
     type: ClassVar[str] = "tool_result"
@@ -86,6 +95,7 @@ class ToolResult(Event):
     item: dict[str, Any] | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class InputItem(Event):
     """A Responses API item the conversation has no place for -- reasoning, a
@@ -96,6 +106,7 @@ class InputItem(Event):
     item: dict[str, Any] = attrs.field(factory=dict)
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class FileSnapshot(Event):
     """A file about to change: blob ids of its content before and after.
@@ -126,6 +137,7 @@ class FileSnapshot(Event):
     executable_after: bool | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class UncapturedChanges(Event):
     """Paths a shell command changed that were not captured -- ignored, or over the
@@ -135,6 +147,7 @@ class UncapturedChanges(Event):
     paths: list[str] = attrs.field(factory=list)
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class CaptureStarted(Event):
     """Write-ahead of a command's capture, logged before the command runs.
@@ -150,6 +163,7 @@ class CaptureStarted(Event):
     index: str
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class CaptureEnded(Event):
     """The capture begun at ``started_seq`` is logged: the file snapshots and
@@ -159,6 +173,7 @@ class CaptureEnded(Event):
     started_seq: int
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class Usage(Event):
     type: ClassVar[str] = "usage"
@@ -170,6 +185,7 @@ class Usage(Event):
     model: str = ""
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class Compaction(Event):
     """A summary that stands for the events ``first_seq..last_seq`` in the model's view."""
@@ -182,6 +198,7 @@ class Compaction(Event):
     tokens_after: int
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class Restore(Event):
     """The session was returned to the moment just after ``to_seq``.
@@ -205,6 +222,7 @@ class Restore(Event):
     conflicts: list[str] | None = None
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class RestoreUndone(Event):
     """The restore at ``restore_seq`` was undone: files and conversation are back."""
@@ -213,6 +231,7 @@ class RestoreUndone(Event):
     restore_seq: int
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class RestoreApplied(Event):
     """Every file of the restore or undo at ``intent_seq`` has been written.
@@ -228,12 +247,14 @@ class RestoreApplied(Event):
     kept: list[str] = attrs.field(factory=list)
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class TurnEnd(Event):
     type: ClassVar[str] = "turn_end"
     stop_reason: str
 
 
+@final
 @attrs.define(kw_only=True, slots=True)
 class UnknownEvent(Event):
     """An event of a type this version does not know; kept as read."""
@@ -273,12 +294,13 @@ def _unstructure_with_type(cls: type[Event]) -> Any:
     # server's start-up (P5, docs/performance.md).
     # Rare fields: events without an SDK item or a chosen model do not spell out null.
     omit = cattrs.gen.override(omit_if_default=True)
-    overrides = {
+    overrides: dict[str, cattrs.gen.AttributeOverride] = {
         f.name: omit
         for f in attrs.fields(cls)
         if f.name in _OMITTED_WHEN_NONE and f.default is None
     }
-    unstructure = cattrs.gen.make_dict_unstructure_fn(cls, converter, **overrides)
+    # mypy cannot tell the field names in ``overrides`` from the function's own flags.
+    unstructure = cattrs.gen.make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
     type_name = cls.type
 
     def unstructure_with_type(event: Event) -> dict[str, Any]:
@@ -289,10 +311,10 @@ def _unstructure_with_type(cls: type[Event]) -> Any:
     return unstructure_with_type
 
 
+_EVENT_CLASSES = frozenset(EVENT_TYPES.values())
 converter.register_unstructure_hook_factory(
     lambda cls: cls in _EVENT_CLASSES, _unstructure_with_type
 )
-_EVENT_CLASSES = frozenset(EVENT_TYPES.values())
 
 
 def _structure(data: dict[str, Any], cls: type[Event]) -> Event:
@@ -407,7 +429,7 @@ def from_dict(data: dict[str, Any]) -> Event:
     converter, which ignores them.
     """
     kind = data.pop("type", None)
-    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    cls = EVENT_TYPES.get(kind)
     if cls is None:
         seq = data.pop("seq", 0)
         ts = data.pop("ts", 0.0)

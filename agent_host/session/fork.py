@@ -44,10 +44,11 @@ def forked_events(timeline: list[ev.Event], upto: int | None) -> list[ev.Event]:
         kept.append(event)
     out: list[ev.Event] = []
     for event in kept:
-        if type(event) is ev.Compaction:
-            event = _renumbered_compaction(event, renumber)
-            if event is None:
+        if isinstance(event, ev.Compaction):
+            renumbered = _renumbered_compaction(event, renumber)
+            if renumbered is None:
                 continue
+            event = renumbered
         out.append(attrs.evolve(event, seq=0, ts=event.ts))
     return out
 

@@ -27,6 +27,7 @@ from .errors import (
     CapabilityUnsupported,
     CheckpointNotFound,
     HostClosed,
+    InvalidArgument,
     ToolError,
     TurnInProgress,
     WorkspaceMismatch,
@@ -35,6 +36,7 @@ from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .model import ModelProvider
 from .pricing import price_of
+from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .session_folder import session_files
@@ -47,7 +49,6 @@ from .workspace.processes import CommandProcesses, tracking
 if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
 
-DEFAULT_MODEL = "openai/gpt-4.1-mini"
 log = logging.getLogger(__name__)
 
 
@@ -101,7 +102,7 @@ class AgentHost:
         if not sessions:
             store = "memory:"
         self._owns_store = not hasattr(store, "append")
-        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type]
+        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type, assignment]
         self.shell_environment = as_policy(shell_environment)
         """What commands and MCP servers started in this host's turns see of
         os.environ (ShellEnvironmentError for a bad JSON form)."""
@@ -288,7 +289,7 @@ class AgentHost:
         ``context`` (``{"text", "uri"?}`` each) is logged beside the prompt.
         """
         if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
+            raise InvalidArgument("prompt must be a non-empty string")
         sid = self._sid(session_id)
         self._refuse_if_running(sid)
         task = asyncio.create_task(self._run(sid, prompt, model, context or None))
@@ -374,7 +375,7 @@ class AgentHost:
         self._refuse_if_running(session_id)
         async with self.store.turn_lease(check_session_id(session_id)):
             if not (files or conversation):
-                raise ValueError("restore needs files, conversation or both")
+                raise InvalidArgument("restore needs files, conversation or both")
             self._refuse_if_running(session_id)  # one may have started while we waited
             state = await self._settled(session_id)
             from .restore import restore_to

@@ -20,6 +20,7 @@ import orjson
 
 from . import events as ev
 from .conversation import INTERRUPTED, call_arguments, prompt_content, summary_text
+from .errors import InvalidArgument
 from .model import RAW_ARGUMENTS_KEY
 from .state import SessionState
 
@@ -33,11 +34,11 @@ def items_to_events(items: list[Item]) -> list[ev.Event]:
     out: list[ev.Event] = []
     for number, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ValueError(f"item {number} is not a JSON object: {type(item).__name__}")
+            raise InvalidArgument(f"item {number} is not a JSON object: {type(item).__name__}")
         try:
             orjson.dumps(item)
         except TypeError as exc:
-            raise ValueError(f"item {number} cannot be stored as JSON: {exc}") from None
+            raise InvalidArgument(f"item {number} cannot be stored as JSON: {exc}") from None
         out.extend(_event(part) for part in _responses_items(item))
     return out
 
@@ -103,25 +104,25 @@ def item_entries(events: list[ev.Event]) -> list[ItemEntry]:
     entries: list[ItemEntry] = []
     open_calls: set[str] = set()
     for event in events:
-        kind = type(event)
-        if kind is ev.Compaction:
+        if isinstance(event, ev.Compaction):
             entries = [e for e in entries if not event.first_seq <= e.seq <= event.last_seq]
             at = next((i for i, e in enumerate(entries) if e.seq > event.last_seq), len(entries))
             summary = {"role": "user", "content": summary_text(event.summary)}
             entries.insert(at, ItemEntry(summary, event.first_seq, event))
             continue
-        if kind not in _ITEM_EVENTS:
+        if not isinstance(event, _ITEM_EVENTS):
             continue
-        item = event.item  # type: ignore[attr-defined]
+        item = event.item
         if item is None:
-            if kind is ev.ToolResult:
-                if event.call_id not in open_calls:
-                    continue  # its call was compacted away or never logged
-                open_calls.discard(event.call_id)
-            elif kind is ev.ToolCall:
-                open_calls.add(event.call_id)
-            elif open_calls:
-                entries.extend(_interrupted(open_calls, entries[-1].seq))
+            match event:
+                case ev.ToolResult():
+                    if event.call_id not in open_calls:
+                        continue  # its call was compacted away or never logged
+                    open_calls.discard(event.call_id)
+                case ev.ToolCall():
+                    open_calls.add(event.call_id)
+                case _ if open_calls:
+                    entries.extend(_interrupted(open_calls, entries[-1].seq))
             item = _render(event)
             if item is None:
                 continue
@@ -131,9 +132,7 @@ def item_entries(events: list[ev.Event]) -> list[ItemEntry]:
     return entries
 
 
-_ITEM_EVENTS = frozenset(
-    {ev.UserPrompt, ev.AssistantMessage, ev.ToolCall, ev.ToolResult, ev.InputItem}
-)
+_ITEM_EVENTS = (ev.UserPrompt, ev.AssistantMessage, ev.ToolCall, ev.ToolResult, ev.InputItem)
 
 
 def _interrupted(open_calls: set[str], seq: int) -> list[ItemEntry]:
@@ -147,21 +146,25 @@ def _interrupted(open_calls: set[str], seq: int) -> list[ItemEntry]:
 
 def _render(event: ev.Event) -> Item | None:
     """The item the SDK would have stored for an event our own turn wrote."""
-    kind = type(event)
-    if kind is ev.UserPrompt:
-        return {"role": "user", "content": prompt_content(event)}
-    if kind is ev.AssistantMessage:
-        # A step that only called tools logs an empty message: the SDK has no item for it.
-        return {"role": "assistant", "content": event.text} if event.text else None
-    if kind is ev.ToolCall:
-        return {
-            "type": "function_call",
-            "call_id": event.call_id,
-            "name": event.name,
-            "arguments": call_arguments(event),
-        }
-    if kind is ev.ToolResult:
-        return {"type": "function_call_output", "call_id": event.call_id, "output": event.output}
+    match event:
+        case ev.UserPrompt():
+            return {"role": "user", "content": prompt_content(event)}
+        case ev.AssistantMessage():
+            # A step that only called tools logs an empty message: the SDK has no item for it.
+            return {"role": "assistant", "content": event.text} if event.text else None
+        case ev.ToolCall():
+            return {
+                "type": "function_call",
+                "call_id": event.call_id,
+                "name": event.name,
+                "arguments": call_arguments(event),
+            }
+        case ev.ToolResult():
+            return {
+                "type": "function_call_output",
+                "call_id": event.call_id,
+                "output": event.output,
+            }
     return None
 
 

@@ -26,7 +26,9 @@ from typing import Any
 import attrs
 
 from . import events as ev
+from .errors import InvalidArgument
 from .model import UsageReport
+from .providers.registry import FREE_PREFIXES
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +53,13 @@ class Price:
         elif isinstance(value, list | tuple) and len(value) == 2:
             inp, out = value
         else:
-            raise ValueError(f"a price is (input, output) USD per million tokens, not {value!r}")
+            raise InvalidArgument(
+                f"a price is (input, output) USD per million tokens, not {value!r}"
+            )
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (inp, out)):
-            raise ValueError(f"a price is (input, output) USD per million tokens, not {value!r}")
+            raise InvalidArgument(
+                f"a price is (input, output) USD per million tokens, not {value!r}"
+            )
         return cls(float(inp), float(out))
 
 
@@ -92,7 +98,6 @@ PRICES: dict[str, Price] = {
     "claude-3-haiku": Price(0.25, 1.25),
 }
 
-_FREE_PREFIXES = ("scripted:", "ollama/")
 _BOUNDARIES = "-:@"
 
 
@@ -102,7 +107,7 @@ def price_of(model: str, overrides: Mapping[str, Any] | None = None) -> Price | 
         found = _match(model, {name: Price.coerce(p) for name, p in overrides.items()})
         if found is not None:
             return found
-    if model.startswith(_FREE_PREFIXES):
+    if model.startswith(FREE_PREFIXES):
         return FREE
     return _match(model, PRICES)
 

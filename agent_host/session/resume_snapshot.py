@@ -86,13 +86,12 @@ class Header:
 def changes_the_past(event: ev.Event) -> bool:
     """Whether ``event``, folded after a snapshot, could change what the snapshot
     already folded (so the whole log has to be folded instead)."""
-    kind = type(event)
-    return (
-        kind is ev.Restore
-        or kind is ev.RestoreUndone
-        or kind is ev.RestoreApplied
-        or (kind is ev.FileSnapshot and event.jump)
-    )
+    match event:
+        case ev.Restore() | ev.RestoreUndone() | ev.RestoreApplied():
+            return True
+        case ev.FileSnapshot():
+            return event.jump
+    return False
 
 
 def session_model(timeline: Sequence[ev.Event]) -> str | None:

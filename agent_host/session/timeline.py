@@ -43,16 +43,16 @@ class Timeline:
     def extend(self, events: Iterable[ev.Event]) -> None:
         visible = self.events
         for event in events:
-            kind = type(event)
-            if kind is ev.Restore:
-                visible = self._restore(visible, event)
-            elif kind is ev.RestoreUndone:
-                if self._before is not None and self._before[0] == event.restore_seq:
-                    visible = self._before[1]
-                    self._before = None
-                visible.append(event)
-            else:
-                visible.append(event)
+            match event:
+                case ev.Restore():
+                    visible = self._restore(visible, event)
+                case ev.RestoreUndone():
+                    if self._before is not None and self._before[0] == event.restore_seq:
+                        visible = self._before[1]
+                        self._before = None
+                    visible.append(event)
+                case _:
+                    visible.append(event)
         self.events = visible
 
     def _restore(self, visible: list[ev.Event], restore: ev.Restore) -> list[ev.Event]:

@@ -36,7 +36,7 @@ from .pricing import usage_event
 from .protected_paths import protected_reason
 from .redaction import mask, mask_output
 from .state import SessionState, finish_even_if_cancelled, tell
-from .tools import TOOL_KINDS, TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool
+from .tools import TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool, tool_named
 from .tools.files import too_large_to_change
 from .workspace import CommandResult, Workspace, unsaved_bytes
 
@@ -212,7 +212,7 @@ class _Turn:
         if self.settings.mcp is None:
             return []
         tools = await self.settings.mcp.tools(self._report)
-        return [ToolSpec(t.qualified, t.description, t.input_schema) for t in tools]
+        return [t.spec for t in tools]
 
     async def _report(self, status: object) -> None:
         """An MCP server's news (failed, restarted) to the client."""
@@ -222,8 +222,9 @@ class _Turn:
         mcp = self.settings.mcp
         external = mcp.find(name) if mcp is not None else None
         if external is not None:
-            return "external_read" if external.read_only else "external"
-        return TOOL_KINDS.get(name, "command")
+            return external.kind
+        tool = tool_named(name)
+        return tool.kind if tool is not None else "command"
 
     async def _run_tool(self, call: ToolCallRequest) -> None:
         workspace = self.settings.workspace
@@ -238,7 +239,7 @@ class _Turn:
         if request.kind == "edit":
             protected_path, request.protected = self._protected(call.arguments.get("path"))
         if request.kind == "edit" and self.settings.gate.verdict(request):
-            request.diff = await _proposed_diff(workspace, call)  # only for a prompt
+            await _propose(request, workspace)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
                 f"The arguments of your {call.name} call were not valid JSON: "
@@ -394,26 +395,29 @@ class _Turn:
         )
 
 
-async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | None:
-    """A unified diff of what an edit tool would do, for the permission prompt."""
-    args = call.arguments
+async def _propose(request: PermissionRequest, workspace: Workspace) -> None:
+    """What an edit tool would do, for the permission prompt: the file's text
+    before and after (the tool's preview) and a unified diff of the two."""
+    tool = tool_named(request.tool)
+    args = request.arguments
     path = args.get("path")
-    if not isinstance(path, str):
-        return None
+    if tool is None or tool.preview is None or not isinstance(path, str):
+        return
     try:
         old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
-    except Exception:
-        return None
+    except (AgentHostError, OSError) as exc:  # the tool call will report it; ask without a diff
+        log.info("no diff in the permission prompt for %s of %r: %s", request.tool, path, exc)
+        return
+    try:
+        request.before = None if old_bytes is None else old_bytes.decode("utf-8")
+    except UnicodeDecodeError:
+        pass  # not text: no side-by-side view, but a diff of what it would be
     old = (old_bytes or b"").decode("utf-8", "replace")
-    if call.name == "write_file" and isinstance(args.get("content"), str):
-        new = args["content"]
-    elif call.name == "edit_file" and isinstance(args.get("old_string"), str):
-        count = -1 if args.get("replace_all") else 1
-        new = old.replace(args["old_string"], str(args.get("new_string", "")), count)
-    elif call.name == "delete_file":
-        new = ""
-    else:
-        return None
+    new = tool.preview(args, old if old_bytes is not None else None)
+    if new is None:
+        return
+    if request.before is not None or old_bytes is None:
+        request.after = new
     if len(old) + len(new) > DIFF_MAX_CHARS:
         return None  # difflib on megabytes takes seconds; the prompt goes without
 
@@ -423,4 +427,4 @@ async def _proposed_diff(workspace: Workspace, call: ToolCallRequest) -> str | N
         )
         return "".join(lines)
 
-    return await asyncio.to_thread(diff)
+    request.diff = await asyncio.to_thread(diff)

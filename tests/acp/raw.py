@@ -15,9 +15,15 @@ from tests.server.wire import assert_clean_error
 
 
 class RawAgent:
-    def __init__(self, workspace: Path, store: Path, model: str) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        store: Path,
+        model: str,
+        launcher: tuple[str, ...] = (sys.executable, "-m", "agent_host"),
+    ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent_host", "acp", "--store", str(store), "--model", model],
+            [*launcher, "acp", "--store", str(store), "--model", model],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -1,4 +1,5 @@
-from agent_host.rpc.errors import ErrorCode, error_code
+from agent_host.rpc.errors import ErrorCode
+from agent_host.server.protocol import error_code
 from agent_host.session import errors
 
 

@@ -62,8 +62,8 @@ def test_the_schema_is_valid_and_every_ref_resolves(schema):
 
 
 def test_every_method_is_there_with_its_types_and_direction(schema):
-    assert set(schema["methods"]) == set(rpc.METHOD_TYPES)
-    for name, (params, result) in rpc.METHOD_TYPES.items():
+    assert set(schema["methods"]) == set(methods.TABLE)
+    for name, params, result in ((m, m.params, m.result) for m in methods.TABLE):
         entry = schema["methods"][name]
         assert entry["params"] == {"$ref": f"#/$defs/{params.__name__}"}
         assert entry["result"] == (

@@ -42,24 +42,26 @@ from acp import schema as s
 from pygls.exceptions import JsonRpcException
 
 from agent_host.acp import errors as acp_errors
-from agent_host.rpc import errors as lsp_errors
+from agent_host.server import protocol as lsp_protocol
 from tests.acp.conftest import RecordingClient
 from tests.server.conftest import request, start_agent, stop_agent, wait_until
 from tests.session.mcp.conftest import APP
 
 
-def names_of(table: dict[str, int]) -> dict[int, str]:
-    """A dialect's table of codes (name → code) read backwards: code → its name, or
-    the names it stands for, joined, when several share it."""
+def names_of(table: dict[Any, int]) -> dict[int, str]:
+    """A dialect's table of codes (error kind → code) read backwards: code → the
+    kind's name, or the names of the kinds it stands for, joined, when several share
+    it. A code outside the table (method not found ...) is named by its number."""
     names: dict[int, list[str]] = {}
-    for name, code in table.items():
-        names.setdefault(int(code), []).append(name)
+    for kind, code in table.items():
+        names.setdefault(int(code), []).append(kind.name)
     return {code: "|".join(sorted(found)) for code, found in names.items()}
 
 
 # Each dialect's own table: the numbers may differ, the names compared may not.
-LSP_NAMES = names_of({code.name: code for code in lsp_errors.ErrorCode})
-ACP_NAMES = names_of({code.name: code for code in acp_errors.ErrorCode})
+LSP_NAMES = names_of(lsp_protocol.CODES)
+ACP_NAMES = names_of(acp_errors.CODES)
+
 
 OPERATIONS: dict[str, tuple[str, str]] = {
     # operation: (LSP dialect's method, ACP extension method)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 
@@ -282,6 +283,34 @@ async def test_permission_rejected_leaves_files_alone(tmp_path, ws):
     assert request.tool == "write_file" and "+changed" in request.diff
     results = [m for m in await host.history() if m["role"] == "tool"]
     assert results[0]["content"].startswith("Permission denied")
+    await host.close()
+
+
+async def test_a_permission_prompt_whose_file_cannot_be_read_is_asked_without_a_diff(
+    tmp_path, ws, caplog
+):
+    caplog.set_level(logging.INFO, logger="agent_host.session.turn")
+    (ws / "sub").mkdir()
+    asked = []
+
+    async def reject(request):
+        asked.append(request)
+        return "reject_once"
+
+    steps = [{"tool_calls": [call("write_file", path="sub", content="x\n")]}, {"text": "ok"}]
+    host = AgentHost(
+        store="memory:",
+        model=script(tmp_path, steps),
+        workdir=ws,
+        approval="ask",
+        permission=reject,
+    )
+    await host.send("overwrite a folder")
+    (request,) = asked
+    assert request.tool == "write_file" and request.diff is None
+    # Why there is no diff is logged, with the workspace's reason.
+    [why] = [r.getMessage() for r in caplog.records if "no diff" in r.getMessage()]
+    assert "write_file of 'sub'" in why and "directory" in why
     await host.close()
 
 

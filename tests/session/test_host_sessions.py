@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_host.rpc.errors import ErrorCode, error_code
+from agent_host.rpc.errors import ErrorCode
+from agent_host.server.protocol import error_code
 from agent_host.session import events as ev
 from agent_host.session.errors import HostClosed
 from agent_host.session.host import AgentHost

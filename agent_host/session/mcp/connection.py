@@ -14,7 +14,7 @@ import logging
 import os
 import tempfile
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ... import __version__
 from ..environment import current_policy
@@ -237,7 +237,9 @@ class McpConnection:
                 env={**current_policy.get().environment(), **dict(config.env)},
                 cwd=config.cwd,
             )
-            return await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
+            # Typed TextIO, but the SDK only hands it to the process as its stderr.
+            errlog = cast(TextIO, self._stderr)
+            return await stack.enter_async_context(stdio_client(params, errlog=errlog))
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
@@ -372,7 +374,7 @@ def _leaf(exc: BaseException | None) -> BaseException | None:
         elif item is not None:
             leaves.append(item)
     causes = [e for e in leaves if isinstance(e, OSError) or type(e).__module__.startswith("httpx")]
-    return (causes or leaves or [None])[0]
+    return next(iter(causes or leaves), None)
 
 
 def _last_line(file: Any) -> str:

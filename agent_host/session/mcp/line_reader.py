@@ -24,7 +24,7 @@ def install() -> None:
         return
     import mcp.client.stdio
 
-    mcp.client.stdio.TextReceiveStream = LineStream  # type: ignore[misc]
+    mcp.client.stdio.TextReceiveStream = LineStream  # type: ignore[misc, assignment]
     _installed = True
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..limits import COMMAND_MAX_OUTPUT
+
 if TYPE_CHECKING:
     from mcp import types
 
-MAX_RESULT_CHARS = 30_000
+MAX_RESULT_CHARS = COMMAND_MAX_OUTPUT
 
 
 def result_text(result: types.CallToolResult) -> tuple[str, bool]:
@@ -54,4 +56,6 @@ def _content_text(item: Any) -> str:
 
 def _b64_size(data: str | bytes) -> int:
     """The decoded size of base64 ``data``, without decoding it."""
-    return len(data.rstrip(b"=" if isinstance(data, bytes) else "=")) * 3 // 4
+    if isinstance(data, bytes):
+        return len(data.rstrip(b"=")) * 3 // 4
+    return len(data.rstrip("=")) * 3 // 4

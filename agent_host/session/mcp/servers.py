@@ -16,6 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from ..errors import McpConfigError
+from ..tasks import run_task
 from .config import McpServerConfig
 from .connection import McpConnection, ServerGone, StartFailed
 from .results import result_text
@@ -250,9 +251,8 @@ class McpServers:
     def _close_later(self, conn: McpConnection) -> None:
         # A failed or dead server's teardown can take seconds (the SDK waits for the
         # process); the caller need not wait, but close() does.
-        task = asyncio.create_task(self._close(conn))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        name = f"closing MCP server {conn.config.name}"
+        run_task(self._close(conn), name=name, keep=self._closing)
 
     async def _close(self, conn: McpConnection) -> None:
         try:

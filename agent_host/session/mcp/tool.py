@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..approval import ToolKind
+from ..model import ToolSpec
+
 if TYPE_CHECKING:
     from mcp import types
 
@@ -30,6 +33,17 @@ class McpTool:
     input_schema: dict[str, Any]
     read_only: bool
 
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.qualified, self.description, self.input_schema)
+
+    @property
+    def kind(self) -> ToolKind:
+        return "external_read" if self.read_only else "external"
+
+    def title(self, arguments: dict[str, Any]) -> str:
+        return f"{self.name} ({self.server})"
+
 
 def qualified_name(server: str, tool: str) -> str:
     """``mcp__<server>__<tool>``, made into a name the model APIs take.
@@ -42,6 +56,15 @@ def qualified_name(server: str, tool: str) -> str:
         return plain
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{_OTHER_CHARS.sub('_', plain)[: 64 - 9]}_{digest}"
+
+
+def title_of_qualified(name: str) -> str | None:
+    """``tool (server)`` for a name that looks like ``mcp__<server>__<tool>``; a
+    front end that sees only the name shows this."""
+    if not name.startswith("mcp__"):
+        return None
+    _, server, tool = (name.split("__", 2) + ["", ""])[:3]
+    return f"{tool} ({server})"
 
 
 def from_sdk(server: str, tool: types.Tool) -> McpTool:

@@ -9,7 +9,7 @@ message has ended.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import attrs
@@ -45,7 +45,7 @@ _STOP: dict[str, StopReason] = {
 class AnthropicProvider(SdkProvider):
     """Its client is an ``anthropic.AsyncAnthropic``."""
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         clock = StallClock(self.endpoint)
         events = await clock.bounded(
             self.client.messages.create(**request_kwargs(self.endpoint.model, request))

@@ -12,7 +12,7 @@ passed on, so the engine need not price a model its table may lack.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import attrs
@@ -52,7 +52,7 @@ class OpenAICompatProvider(SdkProvider):
     """OpenAI's own reasoning models reject ``max_tokens``; there it is
     ``max_completion_tokens``, which other servers may not know."""
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         kwargs = request_kwargs(self.endpoint.model, request, self.token_limit_param)
         # The SDK walks every argument through its TypedDict transform, about 3 ms per
         # 1,000 messages' worth of keys (a second for a long session's conversation);

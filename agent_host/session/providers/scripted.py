@@ -162,9 +162,10 @@ def _parse_usage(usage: Any, where: str) -> tuple[int, int] | None:
     counts = (
         (usage.get("input_tokens"), usage.get("output_tokens")) if isinstance(usage, dict) else ()
     )
-    if len(counts) != 2 or not all(type(c) is int and c >= 0 for c in counts):
-        raise ModelConfigError(f"{where} must be {{'input_tokens': int, 'output_tokens': int}}")
-    return counts[0], counts[1]
+    match counts:
+        case (int(), int()) if all(type(c) is int and c >= 0 for c in counts):
+            return counts[0], counts[1]  # type() is int: a bool is an int too, and no count
+    raise ModelConfigError(f"{where} must be {{'input_tokens': int, 'output_tokens': int}}")
 
 
 def text_chunks(text: str) -> list[str]:

@@ -6,7 +6,7 @@ turning one attempt at a call into a retried, guarded stream."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -97,7 +97,7 @@ class SdkProvider:
     async def close(self) -> None:
         await self.client.close()
 
-    def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         raise NotImplementedError
 
 

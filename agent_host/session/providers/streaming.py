@@ -19,7 +19,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import orjson
@@ -55,7 +55,7 @@ class StreamInterrupted(Exception):
 
 
 def guarded(
-    attempt: Callable[[], AsyncIterator[ModelEvent]],
+    attempt: Callable[[], AsyncGenerator[ModelEvent, None]],
     endpoint: Endpoint,
     *,
     initial_delay: float = 0.5,
@@ -70,7 +70,9 @@ def guarded(
 
 
 async def _guarded(
-    attempt: Callable[[], AsyncIterator[ModelEvent]], endpoint: Endpoint, initial_delay: float
+    attempt: Callable[[], AsyncGenerator[ModelEvent, None]],
+    endpoint: Endpoint,
+    initial_delay: float,
 ) -> AsyncIterator[ModelEvent]:
     retries = 0
     loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ head raises :class:`CheckpointConflictError` and nothing is written.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -57,8 +58,10 @@ class Checkpointer(Protocol):
     from several tasks, threads and (for file, sqlite and postgres) processes --
     for postgres, on several hosts."""
 
-    blobs: BlobStore
-    """Content-addressed store for the file snapshots the events refer to."""
+    @property
+    def blobs(self) -> BlobStore:
+        """Content-addressed store for the file snapshots the events refer to."""
+        ...
 
     @property
     def url(self) -> str:
@@ -105,7 +108,7 @@ class Checkpointer(Protocol):
         """
         ...
 
-    async def truncations(self, session_id: str) -> list[Truncation]:
+    async def truncations(self, session_id: str) -> builtins.list[Truncation]:
         """Every truncation of the session, oldest first."""
         ...
 
@@ -205,7 +208,9 @@ class StoreBase:
     async def list(self) -> list[SessionInfo]:
         return await self._call(self._list)
 
-    async def list_page(self, limit: int, after: ListCursor | None = None) -> list[SessionInfo]:
+    async def list_page(
+        self, limit: int, after: ListCursor | None = None
+    ) -> builtins.list[SessionInfo]:
         """Up to ``limit`` sessions, newest first, starting after ``after`` (the
         updated_at and id of the previous page's last row): pages stay whole while
         sessions are written, a session that moves up is seen again on a later
@@ -224,7 +229,7 @@ class StoreBase:
         check_session_id(session_id)
         return await self._call(self._truncate, session_id, seq, expected_head)
 
-    async def truncations(self, session_id: str) -> list[Truncation]:
+    async def truncations(self, session_id: str) -> builtins.list[Truncation]:
         check_session_id(session_id)
         return await self._call(self._truncations, session_id)
 
@@ -241,7 +246,7 @@ class StoreBase:
 
     async def read_snapshot(
         self, session_id: str, limit: int | None = None
-    ) -> tuple[bytes, list[Event]] | None:
+    ) -> tuple[bytes, builtins.list[Event]] | None:
         """The session's snapshot (its first ``limit`` bytes, if given) and the log's
         events from its head's seq on (the first, if the log still has that seq, is
         the one it was taken at); None when there is none."""
@@ -283,7 +288,7 @@ class StoreBase:
         except Exception as exc:
             raise CorruptLogError(f"{self.where}: an event could not be read: {exc}") from exc
 
-    def decode_many(self, datas: Sequence[bytes | str]) -> list[Event]:
+    def decode_many(self, datas: Sequence[bytes | str]) -> builtins.list[Event]:
         """:meth:`decode` for a log window at once (shares what the events repeat)."""
         try:
             return from_dicts([orjson.loads(d) for d in datas])
@@ -307,12 +312,12 @@ class StoreBase:
     # -- defaults for the optional primitives
 
     def _append_inline(
-        self, session_id: str, events: list[Event], expected_head: int | None
+        self, session_id: str, events: builtins.list[Event], expected_head: int | None
     ) -> int | None:
         """An append done on the loop, or None to take the thread (the default)."""
         return None
 
-    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+    def _list_page(self, limit: int, after: ListCursor | None) -> builtins.list[SessionInfo]:
         rows = self._list()
         if after is not None:
             rows = [r for r in rows if (r.updated_at, r.id) < after]
@@ -327,7 +332,7 @@ class StoreBase:
 
     def _read_snapshot(
         self, session_id: str, limit: int | None
-    ) -> tuple[bytes, list[Event]] | None:
+    ) -> tuple[bytes, builtins.list[Event]] | None:
         return None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -336,16 +341,18 @@ class StoreBase:
         return await asyncio.to_thread(fn, *args)
 
     # The primitives: see the class docstring.
-    def _append(self, session_id: str, events: list[Event], expected_head: int | None) -> int:
+    def _append(
+        self, session_id: str, events: builtins.list[Event], expected_head: int | None
+    ) -> int:
         raise NotImplementedError
 
-    def _read(self, session_id: str, since_seq: int) -> list[Event]:
+    def _read(self, session_id: str, since_seq: int) -> builtins.list[Event]:
         raise NotImplementedError
 
     def _head(self, session_id: str) -> int:
         raise NotImplementedError
 
-    def _list(self) -> list[SessionInfo]:
+    def _list(self) -> builtins.list[SessionInfo]:
         raise NotImplementedError
 
     def _delete(self, session_id: str) -> None:
@@ -354,7 +361,7 @@ class StoreBase:
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         raise NotImplementedError
 
-    def _truncations(self, session_id: str) -> list[Truncation]:
+    def _truncations(self, session_id: str) -> builtins.list[Truncation]:
         raise NotImplementedError
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:

@@ -188,7 +188,7 @@ class _Unwritable:
 async def test_batch_with_an_unencodable_event_writes_nothing(store):
     await store.append("s1", turn(1))
     bad = turn(2)
-    bad[2] = ToolResult(call_id="c2", output=_Unwritable())  # type: ignore[arg-type]
+    bad[2] = ToolResult(call_id="c2", output=_Unwritable())
     with pytest.raises(Exception):  # noqa: B017 - whichever encoding error, nothing lands
         await store.append("s1", bad)
     assert await store.head("s1") == 4

@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from urllib.parse import SplitResult
 
 import psycopg
@@ -390,6 +390,10 @@ def _batch_effect(events: list[ev.Event]) -> tuple[int, str | None, str, str | N
     return blank.turns, _text(set_title), _text(blank.title), _text(workspace)
 
 
+@overload
+def _text(value: str) -> str: ...
+@overload
+def _text(value: None) -> None: ...
 def _text(value: str | None) -> str | None:
     # A text column cannot hold NUL (the events, bytes, keep it): list() shows U+FFFD.
     return None if value is None else value.replace("\0", "\ufffd")

@@ -227,7 +227,7 @@ def migrate(conn: psycopg.Connection, schema: str, where: str) -> None:
             # A step is statements split at ';', or a tuple of whole ones (a body).
             statements = step if isinstance(step, tuple) else step.split(";")
             for statement in filter(str.strip, statements):
-                conn.execute(sql.SQL(statement).format(s=s))  # type: ignore[arg-type]
+                conn.execute(sql.SQL(statement).format(s=s))
             conn.execute(
                 sql.SQL("INSERT INTO {s}.schema_version (version) VALUES (%s)").format(s=s),
                 (number,),

@@ -332,7 +332,10 @@ class SqliteCheckpointer(StoreBase):
             "WHERE id = ?",
             (session_id,),
         ).fetchone()
-        return Summary(*row, prompts=None) if row else Summary()
+        if not row:
+            return Summary()
+        created_at, updated_at, title, turns, head, workspace = row
+        return Summary(created_at, updated_at, title, turns, head, workspace, prompts=None)
 
     def _save_summary(self, db: sqlite3.Connection, session_id: str, s: Summary) -> None:
         db.execute(

@@ -48,24 +48,25 @@ class Summary:
             self.created_at = ts
         self.head = seq
         self.updated_at = ts
-        if type(event) is UserPrompt:
-            self.turns += 1
-            if self.prompts is not None:
-                self.prompts.append(seq)
-            if not self.title:
-                self.title = make_title(event.text)
-        elif type(event) is Restore or type(event) is RestoreUndone:
-            self._restore(event, seq)
-        elif type(event) is SessionStarted:
-            if event.title:
-                self.title = make_title(event.title)
-            if event.workspace:
-                self.workspace = event.workspace
+        match event:
+            case UserPrompt():
+                self.turns += 1
+                if self.prompts is not None:
+                    self.prompts.append(seq)
+                if not self.title:
+                    self.title = make_title(event.text)
+            case Restore() | RestoreUndone():
+                self._restore(event, seq)
+            case SessionStarted():
+                if event.title:
+                    self.title = make_title(event.title)
+                if event.workspace:
+                    self.workspace = event.workspace
 
-    def _restore(self, event: Event, seq: int) -> None:
+    def _restore(self, event: Restore | RestoreUndone, seq: int) -> None:
         if self.prompts is None:
             return  # unknown: the owner folds the whole log instead
-        if type(event) is RestoreUndone:
+        if isinstance(event, RestoreUndone):
             if self._before is not None and self._before[0] == event.restore_seq:
                 self.prompts = self._before[1]
                 self._before = None

@@ -3,53 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import PathOutsideWorkspace, ToolError
+from ..errors import PathOutsideWorkspace, ToolError, describe_os_error
 from .context import ToolContext, ToolOutcome
-from .files import delete_file, edit_file, read_file, write_file
-from .search import grep, list_files
-from .specs import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT, TOOL_SPECS
+from .registry import TOOLS, Handler
 
-Handler = Callable[[ToolContext, dict[str, Any]], Awaitable["str | ToolOutcome"]]
-
-
-async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    command: str = args["command"]
-    if not command.strip():
-        raise ToolError("command is empty")
-    timeout = float(args.get("timeout", COMMAND_DEFAULT_TIMEOUT))
-    if ctx.run_command is not None:
-        result = await ctx.run_command(command, timeout, COMMAND_MAX_OUTPUT)
-    else:
-        result = await ctx.workspace.run_command(
-            command, timeout=timeout, max_output=COMMAND_MAX_OUTPUT
-        )
-    output = result.output.rstrip("\n") or "(no output)"
-    if result.timed_out:
-        status = (
-            f"[timed out after {timeout:g} s; the command and everything it started were "
-            "killed. Raise timeout, or make the command finish sooner]"
-        )
-    elif result.exit_code is not None and result.exit_code < 0:
-        status = f"[killed by signal {-result.exit_code}]"
-    else:
-        status = f"[exit code {result.exit_code}]"
-    # A failing command is reported as an error result, but its output is all there.
-    return ToolOutcome(f"{output}\n\n{status}", is_error=result.timed_out or result.exit_code != 0)
-
-
-_HANDLERS: dict[str, Handler] = {
-    "read_file": read_file,
-    "write_file": write_file,
-    "edit_file": edit_file,
-    "delete_file": delete_file,
-    "list_files": list_files,
-    "grep": grep,
-    "run_command": run_command,
-}
-_SPECS = {spec.name: spec for spec in TOOL_SPECS}
+_HANDLERS: dict[str, Handler] = {tool.name: tool.run for tool in TOOLS}
+_SPECS = {tool.name: tool.spec for tool in TOOLS}
 
 
 async def run_tool(name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -72,13 +33,6 @@ async def run_tool(name: str, arguments: dict[str, Any], ctx: ToolContext) -> To
     except OSError as e:
         return ToolOutcome(f"{name}: {describe_os_error(e)}", is_error=True)
     return result if isinstance(result, ToolOutcome) else ToolOutcome(result)
-
-
-def describe_os_error(error: OSError) -> str:
-    what = error.strerror or type(error).__name__
-    if error.filename is not None:
-        return f"{what}: {error.filename}"
-    return what
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

@@ -15,6 +15,8 @@ from typing import Protocol
 
 import attrs
 
+from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
+
 
 @attrs.frozen
 class IfContent:
@@ -115,8 +117,8 @@ class Workspace(Protocol):
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

@@ -33,7 +33,8 @@ except ImportError:  # pragma: no cover - Windows
 # them all. Checked when used, not at import, so the package imports where they lack.
 _DIR_FD_CALLS = (os.open, os.mkdir, os.rename, os.unlink, os.stat)
 _SUPPORTED = set(_DIR_FD_CALLS) <= os.supports_dir_fd and os.stat in os.supports_follow_symlinks
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a folder is opened: never through a symlink, and not inherited by commands."""
 
 
 def split_under(roots: Sequence[Path], real: Path) -> tuple[Path, tuple[str, ...], str]:
@@ -115,7 +116,7 @@ def _open_child(fd: int, name: str, shown: str, done: str, create: bool) -> int:
 
 def _open_dir(fd: int, name: str, shown: str, done: str) -> int:
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
     except OSError as e:
         if e.errno not in (errno.ENOTDIR, errno.ELOOP):
             raise

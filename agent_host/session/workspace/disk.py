@@ -15,6 +15,7 @@ from pathlib import Path
 from ..blobs import blob_id
 from ..environment import EnvironmentPolicy
 from ..errors import FileChanged, FileTooLarge, PathChanged, PathOutsideWorkspace, ToolError
+from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from .base import CommandResult, IfContent
 from .dirfd import (
     OLD_TEMP_NAME,
@@ -156,8 +157,8 @@ class DiskWorkspace:
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

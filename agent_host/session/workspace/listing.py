@@ -21,6 +21,10 @@ IgnoreStack = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]
 """The .gitignore specs that apply in a folder, outermost first, each with the
 root-relative folder it was read in ("" for the root)."""
 
+GLOB_EXPANSION_LIMIT = 1000
+"""The most patterns a glob's braces may expand to (``{a,b}{c,d}`` is four):
+each one is a regular expression every listed path is matched against."""
+
 # Bash with globstar, on posix paths: '*' matches dotfiles too, as in .gitignore and rg.
 # No NEGATE and no EXTGLOB, so '!' and '@(' are literal characters.
 
@@ -57,6 +61,10 @@ def compile_glob(pattern: str) -> glob.WcMatcher[str]:
     """
     from wcmatch import glob
 
+    # wcmatch raises it from a private module only; it is the one error compile()
+    # raises for the flags used here (NOABSOLUTE, which raises ValueError, is unset).
+    from wcmatch._wcparse import PatternLimitException
+
     pat = pattern.strip()
     while pat.startswith("./"):
         pat = pat[2:]
@@ -69,9 +77,13 @@ def compile_glob(pattern: str) -> glob.WcMatcher[str]:
     if not pat:
         raise ToolError(f"the glob pattern {pattern!r} is empty")
     try:
-        return glob.compile(pat, flags=flags)
-    except Exception as e:  # wcmatch's PatternLimitException: braces expand too far
-        raise ToolError(f"invalid glob pattern {pattern!r}: {e}") from None
+        return glob.compile(pat, flags=flags, limit=GLOB_EXPANSION_LIMIT)
+    except PatternLimitException:
+        raise ToolError(
+            f"invalid glob pattern {pattern!r}: its braces expand to more than "
+            f"{GLOB_EXPANSION_LIMIT:,} patterns; give fewer alternatives, or list "
+            "with several patterns one at a time"
+        ) from None
 
 
 def walk_files(root: Path, roots: Sequence[Path]) -> Iterator[str]:

@@ -15,6 +15,7 @@ import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from .base import CommandResult, IfContent, Workspace
 from .paths import relative_in_roots
 
@@ -99,8 +100,8 @@ class RootedWorkspace:
     async def run_command(
         self,
         command: str,
-        timeout: float = 120.0,
-        max_output: int = 30_000,
+        timeout: float = COMMAND_DEFAULT_TIMEOUT,
+        max_output: int = COMMAND_MAX_OUTPUT,
         *,
         cwd: Path | None = None,
     ) -> CommandResult:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..environment import current_policy
+from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from . import processes as procs
 from .base import CommandResult
 
@@ -21,8 +22,8 @@ _PIPE_GRACE = 1.0
 async def run_shell(
     command: str,
     cwd: Path,
-    timeout: float = 120.0,
-    max_output: int = 30_000,
+    timeout: float = COMMAND_DEFAULT_TIMEOUT,
+    max_output: int = COMMAND_MAX_OUTPUT,
     *,
     env: Mapping[str, str] | None = None,
 ) -> CommandResult:

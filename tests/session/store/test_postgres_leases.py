@@ -17,7 +17,8 @@ import psycopg
 import pytest
 
 from agent_host.acp.errors import to_request_error
-from agent_host.rpc.errors import ErrorCode, error_code
+from agent_host.rpc.errors import ErrorCode
+from agent_host.server.protocol import error_code
 from agent_host.session import events as ev
 from agent_host.session.conversation import INTERRUPTED
 from agent_host.session.errors import LeaseLost, TurnInProgress

@@ -193,7 +193,7 @@ export class AgentApi implements Disposable {
         do {
             const page: ListResult = await this.list({ limit: pageSize, cursor, ...(workspace === undefined ? {} : { workspace }) });
             all.push(...page.sessions);
-            cursor = page.nextCursor;
+            cursor = page.nextCursor ?? null;
         } while (cursor !== null && cursor !== undefined);
         return all;
     }

@@ -1,8 +1,8 @@
 /**
- * What an edit tool would make of a file, computed the way the server computes
- * the `diff` of `session/requestPermission` (agent_host/session/turn.py,
- * _proposed_diff): for the side-by-side diff the permission prompt shows.
- * No `vscode` import here.
+ * What an edit tool would make of a file, computed the way the server's tool
+ * previews do (agent_host/session/tools/previews.py): for the side-by-side diff
+ * the permission prompt shows when the server sent no `proposed` text (a server
+ * older than that field). No `vscode` import here.
  */
 
 /** Python's `str.replace(old, new, count)` (count -1: all), without JS's `$` patterns. */

@@ -103,7 +103,7 @@ export class CheckpointCommands {
             transcript.info(`${notCapturedText(notCaptured)}.`, 'warning');
         }
         this.ui.render();
-        this.reportUnreverted(result.unrevertedBuffers);
+        this.reportUnreverted(result.unrevertedBuffers ?? []);
         if (notCaptured.length) {
             void vscode.window.showInformationMessage(`Agent Host: ${notCapturedText(notCaptured)}.`);
         }
@@ -139,7 +139,7 @@ export class CheckpointCommands {
         }
         this.ui.log(`${params.sessionId} restored to ${params.seq} again, overwriting: ${JSON.stringify({ undone, restored })}`);
         await this.sessions.reload(params.sessionId);
-        this.reportUnreverted(undone.unrevertedBuffers);
+        this.reportUnreverted(undone.unrevertedBuffers ?? []);
         // files the undo left (changed since the restore wrote them) are overwritten too
         const wanted = new Set([...conflicts, ...(undone.conflicts ?? [])]);
         const overwritten = restored.restoredFiles.filter((f) => wanted.has(f));
@@ -175,7 +175,7 @@ export class CheckpointCommands {
             transcript.info(`${conflictsText(conflicts, SINCE_RESTORE)}.`, 'warning');
         }
         this.ui.render();
-        this.reportUnreverted(result.unrevertedBuffers);
+        this.reportUnreverted(result.unrevertedBuffers ?? []);
         if (conflicts.length) {
             // nothing to overwrite them with: an undo puts back what the restore found
             void vscode.window.showWarningMessage(`Agent Host: ${conflictsText(conflicts, SINCE_RESTORE)}. ${upperFirst(done)}.`);

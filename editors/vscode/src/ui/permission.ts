@@ -107,7 +107,8 @@ export class PermissionPrompter {
         const name = file ?? params.tool;
         const target = file ? resolveToolPath(file) : undefined;
         const current = target ? await currentText(target) : undefined;
-        const after = proposedContent(params.tool, args, current);
+        // The server's preview when it sent one; our own computation for an older server.
+        const after = params.proposed ?? proposedContent(params.tool, args, current);
         try {
             if (after !== undefined) {
                 const left = this.proposals.add(name, 'current', current ?? '');

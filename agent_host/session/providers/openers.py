@@ -1,0 +1,146 @@
+"""How each provider is opened: one function per row of :data:`.registry.PROVIDERS`,
+given a :class:`Connection` (the name after the prefix, explicit endpoint settings,
+bounds) and returning a ModelProvider. The SDKs are imported only here, when a
+provider that needs them is opened."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+import attrs
+
+from ..model import ModelProvider
+from ..redaction import SECRETS
+from .anthropic_messages import AnthropicProvider
+from .errors import Endpoint, ModelConfigError
+from .openai_compat import OpenAICompatProvider
+from .scripted import open_scripted
+from .sdk import SDK_TIMEOUT_MARGIN, import_sdk, open_client
+
+OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+
+
+@attrs.frozen
+class Connection:
+    """What opening a provider is given: the model's names and how to reach it."""
+
+    model: str
+    """The full name, ``openai/gpt-4.1-mini``."""
+    name: str
+    """What follows the provider's prefix: ``gpt-4.1-mini``, a script's path."""
+    base_url: str | None
+    """Explicit; wins over the environment. None: the provider's variable or default."""
+    api_key: str | None
+    """Explicit; wins over the environment."""
+    timeout: float
+    """Seconds the model may send nothing but keep-alives."""
+    max_retries: int
+    total_timeout: float | None
+    """Bound on a whole call, retries included (None: none)."""
+
+    def endpoint(self, provider: str, url: str, hint: str, secrets: tuple[str, ...]) -> Endpoint:
+        return Endpoint(
+            provider,
+            self.name,
+            url,
+            hint,
+            self.timeout,
+            self.max_retries,
+            secrets,
+            self.total_timeout,
+        )
+
+
+def open_openai(c: Connection) -> OpenAICompatProvider:
+    openai = import_sdk("openai", "pip install openai")
+    client, endpoint = open_client(
+        "openai",
+        c.name,
+        openai.AsyncOpenAI,
+        refusals=(openai.OpenAIError,),
+        refused=lambda _: f"{c.model}: no API key; set OPENAI_API_KEY or pass api_key",
+        key_hint="set OPENAI_API_KEY (or pass api_key) to a valid key for this base URL",
+        api_key=c.api_key,
+        base_url=c.base_url,
+        timeout=c.timeout,
+        max_retries=c.max_retries,
+        total_timeout=c.total_timeout,
+    )
+    # OpenAI's reasoning models (o3, o4-mini...) reject max_tokens.
+    limit = "max_completion_tokens"
+    return OpenAICompatProvider(c.model, endpoint, client, token_limit_param=limit)
+
+
+def open_litellm_proxy(c: Connection) -> OpenAICompatProvider:
+    url = (c.base_url or os.environ.get("LITELLM_PROXY_API_BASE") or "").rstrip("/")
+    if not url:
+        raise ModelConfigError(
+            f"{c.model}: set LITELLM_PROXY_API_BASE to the proxy's URL "
+            "(e.g. http://localhost:4000) or pass base_url"
+        )
+    # Always an explicit key, so the SDK never falls back to OPENAI_API_KEY and
+    # sends an OpenAI key to a proxy; a proxy without auth accepts any.
+    real_key = c.api_key or os.environ.get("LITELLM_PROXY_API_KEY")
+    hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
+    secrets = (real_key,) if real_key else ()  # a placeholder is no secret to mask
+    endpoint = c.endpoint("litellm_proxy", url, hint, secrets)
+    return _open_compatible(c, endpoint, real_key or "no-key")
+
+
+def open_ollama(c: Connection) -> OpenAICompatProvider:
+    url = _ollama_url(c.base_url or os.environ.get("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL)
+    hint = "Ollama needs no key by default; check what sits in front of the server"
+    secrets = (c.api_key,) if c.api_key else ()
+    # the SDK insists on a key; Ollama ignores it
+    return _open_compatible(c, c.endpoint("ollama", url, hint, secrets), c.api_key or "ollama")
+
+
+def open_anthropic(c: Connection) -> AnthropicProvider:
+    anthropic = import_sdk("anthropic", "pip install 'agent-host[anthropic]'")
+
+    def refused(exc: BaseException) -> str:
+        # e.g. a credentials profile that is named but missing; the text names files,
+        # not secrets
+        return (
+            f"{c.model}: no usable Anthropic credentials: set ANTHROPIC_API_KEY "
+            f"(or pass api_key). The SDK said: {' '.join(SECRETS.mask(str(exc)).split())[:300]}"
+        )
+
+    client, endpoint = open_client(
+        "anthropic",
+        c.name,
+        anthropic.AsyncAnthropic,
+        refusals=(anthropic.AnthropicError, ValueError),
+        refused=refused,
+        key_hint="set ANTHROPIC_API_KEY (or pass api_key) to a valid key for this base URL",
+        api_key=c.api_key,
+        base_url=c.base_url,
+        timeout=c.timeout,
+        max_retries=c.max_retries,
+        total_timeout=c.total_timeout,
+    )
+    return AnthropicProvider(c.model, endpoint, client)
+
+
+def open_script(c: Connection) -> ModelProvider:
+    return open_scripted(c.model, c.name)
+
+
+def _open_compatible(c: Connection, endpoint: Endpoint, key: str) -> OpenAICompatProvider:
+    openai = import_sdk("openai", "pip install openai")
+    client = openai.AsyncOpenAI(
+        api_key=key,
+        base_url=endpoint.base_url,
+        timeout=endpoint.timeout + SDK_TIMEOUT_MARGIN,
+        max_retries=endpoint.max_retries,
+    )
+    return OpenAICompatProvider(c.model, endpoint, client)
+
+
+def _ollama_url(url: str) -> str:
+    """Ollama's OpenAI API lives under /v1; a bare host URL (as OLLAMA_HOST-style
+    settings usually are) gets it added."""
+    if urlsplit(url).path.strip("/") == "":
+        return url.rstrip("/") + "/v1"
+    return url.rstrip("/")
