@@ -455,10 +455,10 @@ SCENARIOS = [
     Scenario("errors", TWO_EDITS, errors),
     pytest.param(
         Scenario("unknown_session", TWO_EDITS, unknown_session),
-        # Today the LSP dialect's service answers an id it never stored as an empty
-        # session (checkpoints [], compact a no-op); ACP checks first. The session
-        # handles (issue 22, item 1) make it SessionNotFound on both: then this
-        # passes, and strict makes that a failure until the mark goes.
+        # A disagreement the suite keeps in view: the LSP dialect's service opens an
+        # id it never stored as an empty session (checkpoints [], compact a no-op,
+        # a session/send creates it), where ACP answers SessionNotFound. Strict: the
+        # day the LSP dialect refuses unknown ids too, this passes and the mark goes.
         marks=pytest.mark.xfail(
             strict=True, reason="LSP dialect: an unknown session id is not SessionNotFound"
         ),
