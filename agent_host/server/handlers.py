@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
@@ -20,6 +19,7 @@ from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams
 from ..rpc.methods import Method
 from ..service import ContextItem
+from ..service.text import local_time
 from ..session.host import new_session_id
 from .editor import collect_unreverted
 from .progress import progress
@@ -89,7 +89,7 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
     page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
     sessions = [
         rpc.SessionSummary(
-            i.id, i.title, iso(i.created_at), iso(i.updated_at), i.turns, i.head, i.workspace
+            i.id, i.title, local_time(i.created_at), local_time(i.updated_at), i.turns, i.head, i.workspace
         )
         for i in page.sessions
     ]
@@ -120,7 +120,7 @@ async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.Che
             rpc.CheckpointInfo(
                 c.seq,
                 c.prompt,
-                iso(c.created_at),
+                local_time(c.created_at),
                 c.files,
                 c.from_commands,
                 c.not_captured,
@@ -180,7 +180,3 @@ async def close(server: AgentServer, params: rpc.SessionParams) -> None:
 @handles(methods.CANCEL)
 async def cancel(server: AgentServer, params: rpc.SessionParams) -> None:
     await server.sessions().cancel(params.session_id)
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
