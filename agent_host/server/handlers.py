@@ -89,7 +89,13 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
     page = await service.list(cwd=folder, cursor=params.cursor, limit=params.limit)
     sessions = [
         rpc.SessionSummary(
-            i.id, i.title, local_time(i.created_at), local_time(i.updated_at), i.turns, i.head, i.workspace
+            i.id,
+            i.title,
+            local_time(i.created_at),
+            local_time(i.updated_at),
+            i.turns,
+            i.head,
+            i.workspace,
         )
         for i in page.sessions
     ]
