@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..cli.output import describe_files, local_time, shorten
 from ..service import SessionService
 from ..session.checkpoints import Checkpoint, NothingToUndo
-from ..session.errors import SessionNotFound
 from . import convert
 from .errors import ext_params, invalid_params
 
@@ -44,14 +43,6 @@ COMMANDS = [
 _COMMAND = re.compile(
     r"/(?P<name>checkpoints|rewind|undo-rewind|compact|fork)(?:\s+(?P<arg>.*))?", re.DOTALL
 )
-
-
-async def known_session(service: SessionService, session_id: str) -> str:
-    """``session_id`` if the store has it, else SessionNotFound (the service would
-    start a session under an unknown id, as the CLI's ``run --session`` wants)."""
-    if not await service.exists(session_id):
-        raise SessionNotFound(session_id)
-    return session_id
 
 
 def parse(text: str) -> tuple[str, str] | None:
@@ -152,7 +143,7 @@ async def extension(service: SessionService, method: str, params: dict[str, Any]
     if model is None:
         raise RequestError.method_not_found(f"_{method}")
     p = ext_params(model, params)
-    sid = await known_session(service, p.session_id)
+    sid = p.session_id  # an unknown one is the service's SessionNotFound
     if method == "agent-host/checkpoints":
         return {"checkpoints": [convert.checkpoint_json(c) for c in await service.checkpoints(sid)]}
     if method == "agent-host/restore":

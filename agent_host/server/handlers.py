@@ -19,7 +19,6 @@ from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams
 from ..service import ContextItem
 from ..session.host import new_session_id
-from .editor import collect_unreverted
 from .progress import progress
 
 if TYPE_CHECKING:
@@ -40,7 +39,9 @@ async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     session_id = params.session_id or new_session_id()
     context = [ContextItem(c.text, c.uri) for c in params.context or []]
     async with progress(server, f"agent-host: {params.prompt[:40]}", session_id):
-        done = await service.send(session_id, params.prompt, context=context, model=params.model)
+        done = await service.send(
+            session_id, params.prompt, context=context, model=params.model, create=True
+        )
     result = done.result
     return rpc.SendResult(
         session_id=result.session_id,
@@ -107,28 +108,26 @@ async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.Che
 
 
 async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.RestoreResult:
-    with collect_unreverted() as unreverted:
-        done = await server.sessions().restore(
-            params.session_id,
-            params.seq,
-            files=params.files,
-            conversation=params.conversation,
-            force=params.force,
-        )
+    done = await server.sessions().restore(
+        params.session_id,
+        params.seq,
+        files=params.files,
+        conversation=params.conversation,
+        force=params.force,
+    )
     return rpc.RestoreResult(
         done.restored_files,
         done.removed_events,
-        unreverted.paths,
+        done.unreverted_buffers,
         done.conflicts,
         done.not_captured,
     )
 
 
 async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.UndoRestoreResult:
-    with collect_unreverted() as unreverted:
-        done = await server.sessions().undo_restore(params.session_id)
+    done = await server.sessions().undo_restore(params.session_id)
     return rpc.UndoRestoreResult(
-        done.restored_files, done.restored_events, unreverted.paths, done.conflicts
+        done.restored_files, done.restored_events, done.unreverted_buffers, done.conflicts
     )
 
 
