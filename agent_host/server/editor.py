@@ -82,7 +82,7 @@ class EditorWorkspace(DelegatingWorkspace):
         self.server = server
         self._stale: dict[str, int | None] = shares._stale if shares else {}
         """Buffers left open on a file we deleted: uri -> their version then."""
-        self._lock = shares._lock if shares else asyncio.Lock()
+        self._lock: asyncio.Lock = shares._lock if shares else asyncio.Lock()
 
     def for_session(self) -> EditorWorkspace:
         """A view of the same folder and buffers for one session: what its restore

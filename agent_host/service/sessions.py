@@ -164,11 +164,12 @@ class SessionService:
 
         With ``cwd``, the session is (re)opened in that folder."""
         sid = check_session_id(session_id)
+        # Asked of the store each time: another process may have deleted it.
+        if not create and not await self.exists(sid):
+            raise SessionNotFound(sid)
         held = self._handles.get(sid)
         if held is not None and (cwd is None or held.host is self.host(cwd)):
             return held
-        if held is None and not create and not await self.exists(sid):
-            raise SessionNotFound(sid)
         return self._open(sid, cwd)
 
     def held(self, session_id: str) -> SessionHandle:
