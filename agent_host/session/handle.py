@@ -164,7 +164,7 @@ class SessionHandle:
         lifetime; never stored, since their config holds secrets."""
         self.host._refuse_if_closed()
         if self._turn is not None and not self._turn.done():
-            raise self._queue._refusal("changing its MCP servers")
+            raise self._queue.refusal("changing its MCP servers")
         await self.host._resources.use_mcp_servers(self.session_id, servers)
 
     # -- the operations, one at a time
@@ -184,7 +184,7 @@ class SessionHandle:
         store = self.host.store
         if wait is False:
             return store.turn_lease(self.session_id)
-        return store.turn_lease(self.session_id, wait=wait)  # type: ignore[call-arg]
+        return store.turn_lease(self.session_id, wait=wait)
 
     async def resume(self) -> SessionState:
         """The session, ready for its next turn: a restore a crash interrupted is
@@ -327,7 +327,7 @@ class SessionHandle:
         """Append Responses API items, all in one atomic append."""
         wait = check_wait(wait)
         if wait is False and self.busy:
-            raise self._queue._refusal("adding items")
+            raise self._queue.refusal("adding items")
         events = items_to_events(items)
         if not events:
             return

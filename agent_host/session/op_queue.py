@@ -66,7 +66,7 @@ class OpQueue:
             self._busy = True
             return
         if wait is False:
-            raise self._refusal(what)
+            raise self.refusal(what)
         ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(ticket)
         try:
@@ -80,7 +80,7 @@ class OpQueue:
             else:
                 self._forget(ticket)
             if isinstance(exc, TimeoutError):
-                raise self._refusal(what, waited=float(wait)) from None
+                raise self.refusal(what, waited=float(wait)) from None
             raise
 
     def release(self) -> None:
@@ -95,8 +95,11 @@ class OpQueue:
                 same_loop = False
             if same_loop:
                 ticket.set_result(None)
-            else:
+                return
+            try:
                 ticket.get_loop().call_soon_threadsafe(self._hand_over, ticket)
+            except RuntimeError:
+                continue  # its loop is closed: no one waits there any more
             return
         self._busy = False
 
@@ -112,7 +115,7 @@ class OpQueue:
         except ValueError:
             pass
 
-    def _refusal(self, what: str, waited: float | None = None) -> TurnInProgress:
+    def refusal(self, what: str, waited: float | None = None) -> TurnInProgress:
         waited_for = f" ({what} waited {waited:g}s)" if waited is not None else ""
         return TurnInProgress(
             f"a turn is running in session {self.session_id!r}{waited_for}; "

@@ -520,7 +520,7 @@ async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(backend)
         pass
 
 
-async def test_a_waiting_taker_gets_the_lease_once_it_is_released(store):
+async def test_a_waiting_taker_gets_the_lease_once_it_is_released(store: Checkpointer) -> None:
     release = asyncio.Event()
     taken: list[str] = []
 
