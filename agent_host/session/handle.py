@@ -87,10 +87,13 @@ class SessionHandle:
         Without ``full``, only what a turn needs: resumed from its snapshot, when it
         has one, and its whole log read only when something looks further back."""
         self.host._refuse_if_closed()
-        if self._state is None:
-            self._state = SessionState(self.host.store, self.session_id, listener=self.host._emit)
-        await self._state.refresh(full=full)
-        return self._state
+        state = self._state
+        if state is None:
+            state = self._state = SessionState(
+                self.host.store, self.session_id, listener=self.host._emit
+            )
+        await state.refresh(full=full)
+        return state
 
     async def settled(self, *, full: bool = True) -> SessionState:
         """The session, with what a crash interrupted finished: a restore and a

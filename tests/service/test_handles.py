@@ -226,3 +226,21 @@ async def test_two_processes_waiting_for_one_sessions_lease_each_get_it_in_turn(
         assert turns == [ev.UserPrompt, ev.TurnEnd] * 2  # one after the other, never mixed
     finally:
         await service.shutdown()
+
+
+async def test_close_during_a_turn_ends_it_cancelled_and_the_next_prompt_runs(tmp_path, folder):
+    service = SessionService(
+        Port(), store="memory:", model=script(tmp_path, "slow words to stream", delay_ms=200),
+        approval="auto", roots=[folder],
+    )  # fmt: skip
+    try:
+        sid = await service.new()
+        running = asyncio.ensure_future(service.send(sid, "one"))
+        await asyncio.sleep(0.1)
+        await service.close(sid)
+        done = await running
+        assert done.result.stop_reason == "cancelled" and done.total_cost == 0.0
+        assert (await service.send(sid, "two")).result.stop_reason == "end_turn"
+        assert await prompts(service, sid) == ["one", "two"]
+    finally:
+        await service.shutdown()
