@@ -207,6 +207,7 @@ def create_server() -> AgentServer:
                 shell_environment=options.shell_environment,
                 model_timeout=options.model_timeout,
                 model_total_timeout=options.model_total_timeout,
+                create_unknown=True,  # the dialect's: an unknown id is an empty session
             )
         except ShellEnvironmentError as exc:
             raise to_wire(InvalidParams(f"initializationOptions.{exc}")) from None

@@ -82,9 +82,14 @@ class SessionService:
         approval: Approval = "ask",
         roots: Sequence[Path] | None = None,
         mcp_servers: McpConfigs | None = None,
+        create_unknown: bool = False,
         **host_options: Any,
     ) -> None:
         self.port = port
+        self.create_unknown = create_unknown
+        """Whether an unknown session id is an empty session (made by its first
+        write: the LSP dialect's and the CLI's ``run --session``), rather than
+        SessionNotFound (ACP's), when a call does not say."""
         self._owns_store = not hasattr(store, "append")
         self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
         self.model = model or DEFAULT_MODEL
@@ -154,16 +159,19 @@ class SessionService:
     async def handle(
         self,
         session_id: str,
-        create: bool = False,
+        create: bool | None = None,
         *,
         cwd: str | os.PathLike[str] | None = None,
     ) -> SessionHandle:
         """The session's handle: the one held here, else opened in ``cwd`` (default:
         the server's folders). SessionNotFound for a session the store does not
-        have, unless ``create`` (its log then starts with its first operation).
+        have, unless ``create`` (its log then starts with its first write; None:
+        as the service was made, ``create_unknown``).
 
         With ``cwd``, the session is (re)opened in that folder."""
         sid = check_session_id(session_id)
+        if create is None:
+            create = self.create_unknown
         # Asked of the store each time: another process may have deleted it.
         if not create and not await self.exists(sid):
             raise SessionNotFound(sid)
@@ -217,11 +225,12 @@ class SessionService:
         *,
         context: Sequence[ContextItem] = (),
         model: str | None = None,
-        create: bool = False,
+        create: bool | None = None,
         wait: Wait = False,
     ) -> SendOutcome:
         """One turn; with ``create``, a session that does not exist yet (or none
-        named) is started under that id, else SessionNotFound."""
+        named) is started under that id, else SessionNotFound (None: as the
+        service was made)."""
         handle = await self.handle(session_id or new_session_id(), create=create)
         attached = [{"text": c.text, **({"uri": c.uri} if c.uri else {})} for c in context]
         result = await handle.send(prompt, model=model, context=attached, wait=wait)

@@ -244,3 +244,20 @@ async def test_close_during_a_turn_ends_it_cancelled_and_the_next_prompt_runs(tm
         assert await prompts(service, sid) == ["one", "two"]
     finally:
         await service.shutdown()
+
+
+async def test_a_service_made_to_create_unknown_sessions_opens_them_empty(tmp_path, folder):
+    service = SessionService(
+        Port(), store="memory:", model=script(tmp_path), approval="auto", roots=[folder],
+        create_unknown=True,
+    )  # fmt: skip
+    try:
+        assert await service.history("not-yet") == []
+        assert await service.checkpoints("not-yet") == []
+        assert not await service.exists("not-yet")  # reading made nothing
+        with pytest.raises(SessionNotFound):
+            await service.handle("not-yet", create=False)  # a caller may still insist
+        await service.send("not-yet", "hi")
+        assert await prompts(service, "not-yet") == ["hi"]
+    finally:
+        await service.shutdown()
