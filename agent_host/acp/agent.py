@@ -26,7 +26,6 @@ from ..session.errors import AgentHostError
 from ..session.providers.registry import EXAMPLE_MODELS
 from ..session.tasks import run_task
 from . import auth, commands, convert, extensions
-from .client_files import acting_for
 from .errors import answers, invalid_params
 from .port import AcpPort
 
@@ -138,8 +137,8 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> s.LoadSessionResponse:
-        with acting_for(session_id):  # a restore a crash cut short is finished here
-            timeline = await self.service.load(session_id, cwd=_folder(cwd))
+        # A restore a crash cut short is finished here, through the session's client.
+        timeline = await self.service.load(session_id, cwd=_folder(cwd))
         await self._use_mcp_servers(session_id, mcp_servers)
         # The replay comes before the answer: the client shows it as the history.
         for update in convert.replay(timeline, self.port.root(session_id)):
@@ -158,9 +157,7 @@ class AcpAgent:
         mcp_servers: list[Any] | None = None,
         **kwargs: Any,
     ) -> s.ResumeSessionResponse:
-        await commands.known_session(self.service, session_id)
-        with acting_for(session_id):
-            await self.service.resume(session_id, cwd=_folder(cwd))
+        await self.service.resume(session_id, cwd=_folder(cwd))
         await self._use_mcp_servers(session_id, mcp_servers)
         self._after_answer(self._advertise(session_id))
         return s.ResumeSessionResponse(
@@ -178,7 +175,6 @@ class AcpAgent:
     ) -> s.ForkSessionResponse:
         # The fork runs in its source's folder (the service's rule); cwd is checked only.
         _folder(cwd)
-        await commands.known_session(self.service, session_id)
         fork_id = await self.service.fork(session_id)
         await self._use_mcp_servers(fork_id, mcp_servers)
         self._after_answer(self._advertise(fork_id))
@@ -202,7 +198,6 @@ class AcpAgent:
 
     @answers
     async def close_session(self, session_id: str, **kwargs: Any) -> s.CloseSessionResponse:
-        await commands.known_session(self.service, session_id)
         await self.service.close(session_id)
         return s.CloseSessionResponse()
 
@@ -212,8 +207,8 @@ class AcpAgent:
     ) -> s.SetSessionModeResponse:
         if mode_id not in APPROVALS:
             raise invalid_params("modeId", f"must be one of {', '.join(APPROVALS)}")
-        await commands.known_session(self.service, session_id)
-        self.service.set_approval(session_id, mode_id)  # type: ignore[arg-type]
+        await self.service.handle(session_id)  # SessionNotFound for an unknown one
+        self.service.set_approval(session_id, mode_id)
         await self.port.notify(session_id, update_current_mode(mode_id))
         return s.SetSessionModeResponse()
 
@@ -225,7 +220,7 @@ class AcpAgent:
             raise invalid_params("configId", f"the only option is {MODEL_OPTION!r}")
         if not isinstance(value, str) or not value.strip():
             raise invalid_params("value", "must be a model name such as openai/gpt-4.1")
-        await commands.known_session(self.service, session_id)
+        await self.service.handle(session_id)  # SessionNotFound for an unknown one
         # The next prompt names it; that prompt records it, and later turns keep it.
         self._models[session_id] = value
         return s.SetSessionConfigOptionResponse(config_options=await self._config(session_id))
@@ -234,11 +229,6 @@ class AcpAgent:
 
     @answers
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
-        await commands.known_session(self.service, session_id)
-        with acting_for(session_id):  # the turn's task (and its tools) inherit it
-            return await self._prompt(session_id, prompt)
-
-    async def _prompt(self, session_id: str, prompt: list[Any]) -> s.PromptResponse:
         text, context = convert.prompt_input(prompt)
         command = commands.parse(text)
         if command is not None:
@@ -268,9 +258,7 @@ class AcpAgent:
 
     @answers
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        session_id = params.get("sessionId")  # checked by extensions.dispatch
-        with acting_for(session_id if isinstance(session_id, str) else None):
-            return await extensions.dispatch(self.service, method, params)
+        return await extensions.dispatch(self.service, method, params)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("extension notification _%s ignored", method)

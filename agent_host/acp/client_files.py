@@ -17,18 +17,16 @@ the server folder's workspace before the client has said what it offers):
   file's buffer is left to the editor.
 - ``terminal``: **commands** run in the client's terminal (:mod:`.terminal`).
 
-Every client request needs the session it is for: the handlers name it with
-:func:`acting_for` (a turn's task inherits it). Work outside one, or with a
-client that offers nothing, is DiskWorkspace's, unchanged.
+Every client request needs the session it is for: each session has a workspace
+of its own (``AcpPort.workspace(roots, session_id)``) that names it. The folder's
+workspace (no session), or a client that offers nothing, is DiskWorkspace's,
+unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +38,7 @@ from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
     CommandResult,
+    DelegatingWorkspace,
     DiskWorkspace,
     IfContent,
 )
@@ -54,33 +53,21 @@ log = logging.getLogger(__name__)
 FS_TIMEOUT = 10.0
 """Seconds to wait for the client's answer to fs/read_text_file or fs/write_text_file."""
 
-_session: ContextVar[str | None] = ContextVar("agent_host_acp_session", default=None)
 
-
-@contextmanager
-def acting_for(session_id: str | None) -> Iterator[None]:
-    """Client requests made within this block (and the tasks it starts) are for
-    ``session_id``."""
-    token = _session.set(session_id)
-    try:
-        yield
-    finally:
-        _session.reset(token)
-
-
-class ClientWorkspace:
-    def __init__(self, disk: DiskWorkspace, port: AcpPort) -> None:
-        self.disk = disk
+class ClientWorkspace(DelegatingWorkspace):
+    def __init__(self, disk: DiskWorkspace, port: AcpPort, session_id: str | None = None) -> None:
+        super().__init__(disk)
         self.port = port
-        self.roots: list[Path] = disk.roots
+        self.session_id = session_id
+        """The session whose client requests these are (None: the disk's only)."""
 
     def __repr__(self) -> str:
-        return f"ClientWorkspace({[str(r) for r in self.roots]})"
+        return f"ClientWorkspace({[str(r) for r in self.roots]}, {self.session_id!r})"
 
     def _client(self, capability: str) -> tuple[Client, str] | None:
         """The connection and session to ask, if the client offers ``capability``
-        (``read``, ``write`` or ``terminal``) and a session is being served."""
-        caps, conn, session_id = self.port.client_capabilities, self.port.conn, _session.get()
+        (``read``, ``write`` or ``terminal``) and this is a session's workspace."""
+        caps, conn, session_id = self.port.client_capabilities, self.port.conn, self.session_id
         if caps is None or conn is None or session_id is None:
             return None
         if capability == "terminal":
@@ -91,17 +78,6 @@ class ClientWorkspace:
                 fs.read_text_file if capability == "read" else fs.write_text_file
             )
         return (conn, session_id) if offered else None
-
-    # -- paths, listing: the disk's
-
-    def resolve(self, path: str) -> Path:
-        return self.disk.resolve(path)
-
-    def relative(self, path: Path) -> str:
-        return self.disk.relative(path)
-
-    async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
-        return await self.disk.list_files(pattern, limit)
 
     # -- reads
 
@@ -114,12 +90,6 @@ class ClientWorkspace:
         if limit is not None and len(data) > limit:
             raise FileTooLarge(self.relative(self.resolve(path)), len(data), limit)
         return data
-
-    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
-        return await self.disk.read_bytes(path, limit=limit)
-
-    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
-        return await self.disk.read_range(path, start, size)
 
     async def buffer_text(self, path: str) -> str | None:
         try:
@@ -193,12 +163,6 @@ class ClientWorkspace:
         await self.disk.delete(path, expect=expect)
         if buffer is not None:
             log.info("%s deleted; its unsaved buffer text cannot be given back over ACP", path)
-
-    def batch_writes(self) -> AbstractAsyncContextManager[None]:
-        return self.disk.batch_writes()
-
-    async def discard_partial_writes(self, path: str) -> None:
-        await self.disk.discard_partial_writes(path)
 
     # -- commands
 

@@ -18,15 +18,6 @@ from acp import schema as s
 from ..service import SessionService
 from ..service.text import describe_files, local_time, shorten
 from ..session.checkpoints import Checkpoint, NothingToUndo
-from ..session.errors import SessionNotFound
-
-
-async def known_session(service: SessionService, session_id: str) -> str:
-    """``session_id`` if the store has it, else SessionNotFound (the service would
-    start a session under an unknown id, as the CLI's ``run --session`` wants)."""
-    if not await service.exists(session_id):
-        raise SessionNotFound(session_id)
-    return session_id
 
 
 def _list(checkpoints: list[Checkpoint]) -> str:

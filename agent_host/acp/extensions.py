@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..service import SessionService
 from . import convert
-from .commands import known_session
 from .errors import ext_params, invalid_params
 
 # -- params
@@ -122,5 +121,4 @@ async def dispatch(service: SessionService, method: str, params: dict[str, Any])
     if found is None:
         raise RequestError.method_not_found(f"_{method}")
     p = ext_params(found.params, params)
-    await known_session(service, p.session_id)
     return await found.handler(service, p)

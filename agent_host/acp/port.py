@@ -56,6 +56,7 @@ class AcpPort:
         self.service: SessionService | None = None
         self.client_capabilities: s.ClientCapabilities | None = None
         self._calls: ToolCalls | None = None
+        self._disks: dict[tuple[str, ...], DiskWorkspace] = {}
 
     @property
     def calls(self) -> ToolCalls:
@@ -64,8 +65,14 @@ class AcpPort:
             self._calls = ToolCalls(self.service.store.blobs)
         return self._calls
 
-    def workspace(self, roots: list[Path]) -> Workspace:
-        return ClientWorkspace(DiskWorkspace(roots), self)
+    def workspace(self, roots: list[Path], session_id: str | None = None) -> Workspace:
+        """The session's own ClientWorkspace (its client requests name it) over the
+        folder's disk; without a session, the disk's only."""
+        key = tuple(str(r) for r in roots)
+        disk = self._disks.get(key)
+        if disk is None:
+            disk = self._disks[key] = DiskWorkspace(roots)
+        return ClientWorkspace(disk, self, session_id)
 
     async def terminal_started(self, session_id: str, terminal_id: str) -> None:
         """Show a running command's terminal in its tool call."""
@@ -76,7 +83,7 @@ class AcpPort:
     def root(self, session_id: str) -> Path:
         """The folder the session runs in: tool paths are relative to it."""
         assert self.service is not None
-        return self.service.host_of(session_id).workspace.roots[0]
+        return self.service.held(session_id).roots[0]
 
     async def notify(self, session_id: str, update: Any) -> None:
         """One session/update; a client that hung up is logged, not raised into the
@@ -115,12 +122,12 @@ class AcpPort:
 
     async def _usage(self, session_id: str, usage: ev.Usage) -> s.UsageUpdate:
         assert self.service is not None
-        host = self.service.host_of(session_id)
-        total = await host.session_cost(session_id)
+        handle = self.service.held(session_id)
+        total = await handle.session_cost()
         return s.UsageUpdate(
             session_update="usage_update",
             used=usage.input_tokens + usage.output_tokens,
-            size=host.context_window,
+            size=handle.host.context_window,
             cost=None if total is None else s.Cost(amount=total, currency="USD"),
         )
 
@@ -137,7 +144,7 @@ class AcpPort:
         if self.conn is None:
             return "reject_once"
         assert self.service is not None
-        workspace = self.service.host_of(request.session_id).workspace
+        workspace = self.service.held(request.session_id).workspace
         tool_call = await self.calls.permission_call(request, workspace)
         try:
             response = await self.conn.request_permission(

@@ -133,12 +133,21 @@ class LspClient:
 
     def __init__(self, server: AgentServer) -> None:
         self.server = server
+        self._folders: dict[tuple[str, ...], Workspace] = {}
 
-    def workspace(self, roots: list[Path]) -> Workspace:
-        disk = DiskWorkspace(roots)
-        if self.server.client_supports("workspace", "apply_edit"):
-            return EditorWorkspace(self.server, disk)
-        return disk  # a client that cannot take edits: disk reads, disk writes
+    def workspace(self, roots: list[Path], session_id: str | None = None) -> Workspace:
+        key = tuple(str(r) for r in roots)
+        folder = self._folders.get(key)
+        if folder is None:
+            disk = DiskWorkspace(roots)
+            if self.server.client_supports("workspace", "apply_edit"):
+                folder = EditorWorkspace(self.server, disk)
+            else:
+                folder = disk  # a client that cannot take edits: disk reads, disk writes
+            self._folders[key] = folder
+        if session_id is not None and isinstance(folder, EditorWorkspace):
+            return folder.for_session()  # its restore's lagging buffers are its own
+        return folder
 
     async def update(self, session_id: str, update: object) -> None:
         await warm(update)  # a 10 MB tool call masked in a thread, not as it is sent
@@ -196,6 +205,7 @@ def create_server() -> AgentServer:
                 shell_environment=options.shell_environment,
                 model_timeout=options.model_timeout,
                 model_total_timeout=options.model_total_timeout,
+                create_unknown=True,  # the dialect's: an unknown id is an empty session
             )
         except ShellEnvironmentError as exc:
             raise to_wire(InvalidParams(f"initializationOptions.{exc}")) from None

@@ -15,9 +15,10 @@ buffers (pygls keeps them in ``server.workspace`` from didOpen/didChange/didClos
   ``applied: true`` when it skips an edit it thinks stale), so the buffer's synced
   text must equal what was sent once its didChange arrives (waited for up to
   :data:`SYNC_WAIT` seconds). A refused or unconfirmed edit is sent once more and
-  otherwise reported: inside :func:`collect_unreverted` (restore and undo) it is
-  listed for the result's ``unrevertedBuffers``; elsewhere (a turn's tool) it is
-  logged and shown to the user with ``window/showMessage``.
+  otherwise reported: during a restore or undo it is collected
+  (:func:`~agent_host.session.workspace.unsynced_buffers`) into the result's
+  ``unrevertedBuffers``; elsewhere (a turn's tool) it is logged and shown to the
+  user with ``window/showMessage``.
 - **Deletes** remove the file and leave an open buffer as it is, reported the same
   way: emptying it would show an empty file that does not exist, and a DeleteFile
   resource operation would close the user's buffer and lose its unsaved text and
@@ -29,18 +30,18 @@ buffers (pygls keeps them in ``server.workspace`` from didOpen/didChange/didClos
 
 Only ``file:`` buffers of files inside the workspace roots count; the server uses
 this class only when the client has the ``workspace.applyEdit`` capability (a
-client without it gets a plain DiskWorkspace: disk reads, disk writes).
+client without it gets a plain DiskWorkspace: disk reads, disk writes). Each
+session gets its own view (:meth:`EditorWorkspace.for_session`), so what its
+restore could not bring back is its own; the views of one folder share what the
+buffers are (which were left stale, one edit at a time).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import re
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,10 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..session.errors import FileTooLarge
-from ..session.limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
 from ..session.workspace import (
     BUFFER_ENCODING,
     BUFFER_ERRORS,
-    CommandResult,
+    DelegatingWorkspace,
     DiskWorkspace,
     IfContent,
 )
@@ -72,61 +72,24 @@ POLL = 0.01
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-class Unreverted:
-    """Buffers an operation could not bring to their content, by display path."""
-
-    def __init__(self) -> None:
-        self._reasons: dict[str, str] = {}
-
-    def add(self, path: str, reason: str) -> None:
-        self._reasons[path] = reason
-
-    def discard(self, path: str) -> None:
-        self._reasons.pop(path, None)
-
-    @property
-    def paths(self) -> list[str]:
-        return list(self._reasons)
-
-
-_collector: contextvars.ContextVar[Unreverted | None] = contextvars.ContextVar(
-    "agent_host_unreverted_buffers", default=None
-)
-
-
-@contextmanager
-def collect_unreverted() -> Iterator[Unreverted]:
-    """Collect the buffers the workspace fails to sync within this block (this task
-    and what it awaits; tasks it starts take the collector along)."""
-    found = Unreverted()
-    token = _collector.set(found)
-    try:
-        yield found
-    finally:
-        _collector.reset(token)
-
-
-class EditorWorkspace:
+class EditorWorkspace(DelegatingWorkspace):
     """A Workspace whose reads see open buffers and whose writes reach them."""
 
-    def __init__(self, server: LanguageServer, disk: DiskWorkspace) -> None:
+    def __init__(
+        self, server: LanguageServer, disk: DiskWorkspace, *, shares: EditorWorkspace | None = None
+    ) -> None:
+        super().__init__(disk)
         self.server = server
-        self.disk = disk
-        self.roots: list[Path] = disk.roots
-        self._stale: dict[str, int | None] = {}
+        self._stale: dict[str, int | None] = shares._stale if shares else {}
         """Buffers left open on a file we deleted: uri -> their version then."""
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock = shares._lock if shares else asyncio.Lock()
 
-    def __repr__(self) -> str:
-        return f"EditorWorkspace({[str(r) for r in self.roots]})"
+    def for_session(self) -> EditorWorkspace:
+        """A view of the same folder and buffers for one session: what its restore
+        or undo could not bring back is collected for it alone."""
+        return EditorWorkspace(self.server, self.disk, shares=self)
 
-    # -- the Workspace protocol
-
-    def resolve(self, path: str) -> Path:
-        return self.disk.resolve(path)
-
-    def relative(self, path: Path) -> str:
-        return self.disk.relative(path)
+    # -- the Workspace protocol, where buffers take part
 
     async def read_bytes(self, path: str, *, limit: int | None = None) -> bytes | None:
         real = self.resolve(path)
@@ -137,12 +100,6 @@ class EditorWorkspace:
                 raise FileTooLarge(self.relative(real), len(data), limit)
             return data
         return await self.disk.read_bytes(path, limit=limit)
-
-    async def read_disk(self, path: str, *, limit: int | None = None) -> bytes | None:
-        return await self.disk.read_bytes(path, limit=limit)
-
-    async def read_range(self, path: str, start: int, size: int) -> bytes | None:
-        return await self.disk.read_range(path, start, size)
 
     async def buffer_text(self, path: str) -> str | None:
         docs = self._buffers(self.resolve(path))
@@ -188,25 +145,6 @@ class EditorWorkspace:
             self._stale[doc.uri] = doc.version
         self._report(shown, "the file was deleted; its open buffer was left as it was")
 
-    def batch_writes(self) -> AbstractAsyncContextManager[None]:
-        return self.disk.batch_writes()
-
-    async def discard_partial_writes(self, path: str) -> None:
-        await self.disk.discard_partial_writes(path)
-
-    async def list_files(self, pattern: str | None = None, limit: int = 1000) -> list[str]:
-        return await self.disk.list_files(pattern, limit)
-
-    async def run_command(
-        self,
-        command: str,
-        timeout: float = COMMAND_DEFAULT_TIMEOUT,
-        max_output: int = COMMAND_MAX_OUTPUT,
-        *,
-        cwd: Path | None = None,
-    ) -> CommandResult:
-        return await self.disk.run_command(command, timeout, max_output, cwd=cwd)
-
     # -- buffers
 
     def _documents(self) -> dict[str, TextDocument]:
@@ -238,7 +176,7 @@ class EditorWorkspace:
         return None
 
     async def _sync(self, shown: str, docs: list[TextDocument], text: str, restoring: bool) -> None:
-        restoring = restoring or _collector.get() is not None
+        restoring = restoring or self.collecting
         label = f"agent-host: {'restore' if restoring else 'write'} {shown}"
         failures = []
         async with self._lock:
@@ -251,7 +189,7 @@ class EditorWorkspace:
         if failures:
             self._report(shown, failures[0])
         else:
-            self._settled(shown)
+            self.synced(shown)
 
     async def _sync_one(self, uri: str, text: str, label: str) -> str | None:
         """Bring one buffer to ``text``: None when done, else why not (after one retry)."""
@@ -313,10 +251,8 @@ class EditorWorkspace:
     # -- reporting
 
     def _report(self, shown: str, reason: str) -> None:
-        collector = _collector.get()
-        if collector is not None:
-            collector.add(shown, reason)
-            return
+        if self.unsynced(shown, reason):
+            return  # a restore's or undo's: its result lists it
         log.warning("the open buffer of %s differs from the disk: %s", shown, reason)
         try:
             self.server.window_show_message(
@@ -328,11 +264,6 @@ class EditorWorkspace:
             )
         except Exception:  # never fail a tool over a notification
             log.debug("could not show a message", exc_info=True)
-
-    def _settled(self, shown: str) -> None:
-        collector = _collector.get()
-        if collector is not None:
-            collector.discard(shown)
 
 
 def _applied(answer: Any) -> bool:

@@ -21,7 +21,6 @@ from ..rpc.methods import Method
 from ..service import ContextItem
 from ..service.text import local_time
 from ..session.host import new_session_id
-from .editor import collect_unreverted
 from .progress import progress
 
 if TYPE_CHECKING:
@@ -61,7 +60,9 @@ async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     session_id = params.session_id or new_session_id()
     context = [ContextItem(c.text, c.uri) for c in params.context or []]
     async with progress(server, f"agent-host: {params.prompt[:40]}", session_id):
-        done = await service.send(session_id, params.prompt, context=context, model=params.model)
+        done = await service.send(
+            session_id, params.prompt, context=context, model=params.model, create=True
+        )
     result = done.result
     return rpc.SendResult(
         session_id=result.session_id,
@@ -139,18 +140,17 @@ async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.Che
 
 @handles(methods.RESTORE)
 async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.RestoreResult:
-    with collect_unreverted() as unreverted:
-        done = await server.sessions().restore(
-            params.session_id,
-            params.seq,
-            files=params.files,
-            conversation=params.conversation,
-            force=params.force,
-        )
+    done = await server.sessions().restore(
+        params.session_id,
+        params.seq,
+        files=params.files,
+        conversation=params.conversation,
+        force=params.force,
+    )
     return rpc.RestoreResult(
         done.restored_files,
         done.removed_events,
-        unreverted.paths,
+        done.unreverted_buffers,
         done.conflicts,
         done.not_captured,
     )
@@ -158,10 +158,9 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
 
 @handles(methods.UNDO_RESTORE)
 async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.UndoRestoreResult:
-    with collect_unreverted() as unreverted:
-        done = await server.sessions().undo_restore(params.session_id)
+    done = await server.sessions().undo_restore(params.session_id)
     return rpc.UndoRestoreResult(
-        done.restored_files, done.restored_events, unreverted.paths, done.conflicts
+        done.restored_files, done.restored_events, done.unreverted_buffers, done.conflicts
     )
 
 

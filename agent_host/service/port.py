@@ -44,6 +44,7 @@ class ClientPort(Protocol):
     async def request_permission(self, request: PermissionRequest) -> Decision:
         """May the agent run this tool call? A client that cannot answer rejects."""
 
-    def workspace(self, roots: list[Path]) -> Workspace:
-        """The workspace sessions of ``roots`` act through: the disk, or the
-        editor's buffers and edits where the client offers them."""
+    def workspace(self, roots: list[Path], session_id: str | None = None) -> Workspace:
+        """The workspace a session of ``roots`` acts through (``session_id``; None:
+        the folder's, for what no session does): the disk, or the editor's buffers,
+        edits and terminals where the client offers them, for that session."""

@@ -1,21 +1,26 @@
 """The session service: what both front ends offer, over the engine, protocol-neutral.
 
 Every method takes and returns engine values (session ids, TurnResult, Checkpoint,
-SessionInfo ...); a front end maps them to its wire. Sessions of several folders
-live side by side: each folder gets an AgentHost of its own over one shared store,
-and a session runs in the folder it was opened with (``cwd`` of ``new``,
-``resume``, ``load``) or, if none was named, the server's.
+SessionInfo ...); a front end maps them to its wire. It is a registry of session
+handles (:meth:`SessionService.handle`): an operation on a session the store does
+not have is SessionNotFound unless the caller asks to create it. Sessions of
+several folders live side by side: each folder gets an AgentHost of its own (the
+engine its sessions' handles share) over one shared store, and a session runs in
+the folder it was opened with (``cwd`` of ``new``, ``resume``, ``load``) or, if
+none was named, the server's. Each session acts through its own client workspace
+(``ClientPort.workspace(roots, session_id)``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -25,12 +30,18 @@ from ..session.checkpoints import Checkpoint
 from ..session.compaction import CompactResult
 from ..session.environment import EnvironmentPolicy
 from ..session.errors import InvalidArgument, SessionNotFound
+from ..session.handle import SessionHandle
 from ..session.host import AgentHost, new_session_id
+from ..session.op_queue import Wait
 from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
+from ..session.session_folder import session_started
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
 from ..session.turn import TurnResult
 from .port import ClientPort, SessionChanged
+
+if TYPE_CHECKING:
+    from ..session.restore import RestoreResult, UndoResult
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +84,14 @@ class SessionService:
         approval: Approval = "ask",
         roots: Sequence[Path] | None = None,
         mcp_servers: McpConfigs | None = None,
+        create_unknown: bool = False,
         **host_options: Any,
     ) -> None:
         self.port = port
+        self.create_unknown = create_unknown
+        """Whether an unknown session id is an empty session (made by its first
+        write: the LSP dialect's and the CLI's ``run --session``), rather than
+        SessionNotFound (ACP's), when a call does not say."""
         self._owns_store = not hasattr(store, "append")
         self.store: Checkpointer = open_store(store) if self._owns_store else store  # type: ignore[arg-type, assignment]
         self.model = model or DEFAULT_MODEL
@@ -83,8 +99,8 @@ class SessionService:
         self.roots = [Path(r) for r in roots] if roots else [Path.cwd()]
         self._options = {"mcp_servers": mcp_servers, **host_options}
         self._hosts: dict[tuple[str, ...], AgentHost] = {}
-        self._folders: dict[str, tuple[str, ...]] = {}
-        """Sessions opened in a folder other than the server's, by id."""
+        self._handles: dict[str, SessionHandle] = {}
+        """The sessions this service holds, each in the folder it was opened with."""
         self._closing: asyncio.Future[None] | None = None
         self._held: set[str] = set()
         """Sessions opened through this service: the ones the client hears changed."""
@@ -113,10 +129,10 @@ class SessionService:
         task = asyncio.ensure_future(self.port.update(session_id, SessionChanged(head)))
         task.add_done_callback(_quiet)
 
-    # -- hosts: one per folder
+    # -- hosts: one per folder, the engine its sessions' handles share
 
     def host(self, cwd: str | os.PathLike[str] | None = None) -> AgentHost:
-        """The host of ``cwd`` (default: the server's folders), made on first use."""
+        """The engine of ``cwd`` (default: the server's folders), made on first use."""
         roots = [Path(os.path.realpath(cwd))] if cwd is not None else self.roots
         key = tuple(str(r) for r in roots)
         host = self._hosts.get(key)
@@ -126,6 +142,7 @@ class SessionService:
                 model=self.model,
                 approval=self.approval,
                 workspace=self.port.workspace(roots),
+                session_workspace=lambda sid: self.port.workspace(roots, sid),
                 permission=self.port.request_permission,
                 on_event=self.port.update,
                 **self._options,
@@ -139,17 +156,50 @@ class SessionService:
         for host in self._hosts.values():
             host.shell_environment = policy
 
-    def host_of(self, session_id: str) -> AgentHost:
-        """The host a session runs in: the folder it was opened with, else the server's."""
-        key = self._folders.get(check_session_id(session_id))
-        return self._hosts[key] if key is not None else self.host()
+    # -- handles: one per session this service holds
 
-    def _open_in(self, session_id: str, cwd: str | os.PathLike[str] | None) -> AgentHost:
-        self._held.add(session_id)
+    async def handle(
+        self,
+        session_id: str,
+        create: bool | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> SessionHandle:
+        """The session's handle: the one held here, else opened in ``cwd`` (default:
+        the server's folders). SessionNotFound for a session the store does not
+        have, unless ``create`` (its log then starts with its first write; None:
+        as the service was made, ``create_unknown``).
+
+        With ``cwd``, the session is (re)opened in that folder."""
+        sid = check_session_id(session_id)
+        if create is None:
+            create = self.create_unknown
+        # Asked of the store each time: another process may have deleted it.
+        if not create and not await self.exists(sid):
+            raise SessionNotFound(sid)
+        held = self._handles.get(sid)
+        if held is not None and (cwd is None or held.host is self.host(cwd)):
+            return held
+        return self._open(sid, cwd)
+
+    def held(self, session_id: str) -> SessionHandle:
+        """The handle of a session being served (a turn's update, its permission
+        ask): the one held here, else one in the server's folders."""
+        sid = check_session_id(session_id)
+        return self._handles.get(sid) or self._open(sid, None)
+
+    def _open(self, session_id: str, cwd: str | os.PathLike[str] | None) -> SessionHandle:
+        old = self._handles.get(session_id)
         host = self.host(cwd)
-        if cwd is not None:
-            self._folders[session_id] = tuple(str(r) for r in host.workspace.roots)
-        return host
+        if old is not None and old.host is not host:
+            old.host._forget(old)  # opened in another folder now
+        handle = self._handles[session_id] = host.handle(session_id)
+        self._held.add(session_id)
+        return handle
+
+    def _drop(self, session_id: str) -> None:
+        self._handles.pop(session_id, None)
+        self._held.discard(session_id)
 
     # -- sessions
 
@@ -163,12 +213,10 @@ class SessionService:
     ) -> str:
         """A new, empty session (its log opens with session_started)."""
         session_id = new_session_id()
-        host = self._open_in(session_id, cwd)
+        handle = self._open(session_id, cwd)
         if mcp_servers is not None:
-            await host.use_mcp_servers(session_id, mcp_servers)
-        started = ev.SessionStarted(
-            workspace=str(host.workspace.roots[0]), model=model or host.model, title=title
-        )
+            await handle.use_mcp_servers(mcp_servers)
+        started = session_started(str(handle.roots[0]), model or handle.host.model, title)
         await self.store.append(session_id, [started], expected_head=0)
         return session_id
 
@@ -179,17 +227,20 @@ class SessionService:
         *,
         context: Sequence[ContextItem] = (),
         model: str | None = None,
+        create: bool | None = None,
+        wait: Wait = False,
     ) -> SendOutcome:
-        """One turn; a session that does not exist yet is started under that id."""
-        session_id = session_id or new_session_id()
-        self._held.add(session_id)
-        host = self.host_of(session_id)
+        """One turn; with ``create``, a session that does not exist yet (or none
+        named) is started under that id, else SessionNotFound (None: as the
+        service was made)."""
+        handle = await self.handle(session_id or new_session_id(), create=create)
         attached = [{"text": c.text, **({"uri": c.uri} if c.uri else {})} for c in context]
-        result = await host.send(prompt, session_id=session_id, model=model, context=attached)
-        return SendOutcome(result, await host.session_cost(session_id))
+        result = await handle.send(prompt, model=model, context=attached, wait=wait)
+        return SendOutcome(result, await handle.session_cost())
 
     async def cancel(self, session_id: str) -> bool:
-        return await self.host_of(session_id).cancel(session_id)
+        handle = self._handles.get(check_session_id(session_id))
+        return await handle.cancel() if handle is not None else False
 
     async def list(
         self,
@@ -211,27 +262,25 @@ class SessionService:
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
     ) -> Resumed:
         """The session, ready for its next turn (an interrupted restore finished)."""
-        host = self._open_in(check_session_id(session_id), cwd)
-        state = await host.resume(session_id)
-        return Resumed(session_id, state.head, state.turns)
+        handle = await self.handle(session_id, cwd=cwd)
+        state = await handle.resume()
+        return Resumed(handle.session_id, state.head, state.turns)
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
-    ) -> list[ev.Event]:
+    ) -> builtins.list[ev.Event]:
         """Resume an existing session and return its timeline, for a client that
         replays the conversation. SessionNotFound if it was never stored."""
-        if not await self.exists(session_id):
-            raise SessionNotFound(session_id)
-        host = self._open_in(session_id, cwd)
-        state = await host.resume(session_id)
+        handle = await self.handle(session_id, cwd=cwd)
+        state = await handle.resume()
         await state.load()  # the whole conversation, not only what a turn needs
         return list(state.timeline)
 
-    async def history(self, session_id: str, limit: int | None = None) -> list[dict]:
-        return await self.host_of(session_id).history(session_id, limit)
+    async def history(self, session_id: str, limit: int | None = None) -> builtins.list[dict]:
+        return await (await self.handle(session_id)).history(limit)
 
-    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
-        return await self.host_of(session_id).list_checkpoints(session_id)
+    async def checkpoints(self, session_id: str) -> builtins.list[Checkpoint]:
+        return await (await self.handle(session_id)).list_checkpoints()
 
     async def restore(
         self,
@@ -241,59 +290,58 @@ class SessionService:
         files: bool = True,
         conversation: bool = True,
         force: bool = False,
-    ) -> Any:
-        return await self.host_of(session_id).restore(
-            session_id, seq, files=files, conversation=conversation, force=force
-        )
+        wait: Wait = False,
+    ) -> RestoreResult:
+        handle = await self.handle(session_id)
+        return await handle.restore(seq, files, conversation, force=force, wait=wait)
 
-    async def undo_restore(self, session_id: str) -> Any:
-        return await self.host_of(session_id).undo_restore(session_id)
+    async def undo_restore(self, session_id: str, *, wait: Wait = False) -> UndoResult:
+        return await (await self.handle(session_id)).undo_restore(wait=wait)
 
-    async def compact(self, session_id: str, instructions: str | None = None) -> CompactResult:
-        return await self.host_of(session_id).compact(instructions, session_id=session_id)
+    async def compact(
+        self, session_id: str, instructions: str | None = None, *, wait: Wait = False
+    ) -> CompactResult:
+        return await (await self.handle(session_id)).compact(instructions, wait=wait)
 
     async def fork(
         self, session_id: str, seq: int | None = None, *, title: str | None = None
     ) -> str:
         """A new session with the conversation up to the checkpoint ``seq`` (or
         whole), in the source's folder; the source untouched."""
-        host = self.host_of(session_id)
-        fork_id = await host.fork(session_id, seq, title=title)
+        source = await self.handle(session_id)
+        fork_id = await source.fork(seq, title=title)
+        self._handles[fork_id] = source.host.handle(fork_id)
         self._held.add(fork_id)
-        if session_id in self._folders:
-            self._folders[fork_id] = self._folders[session_id]
         return fork_id
 
     async def exists(self, session_id: str) -> bool:
-        """Whether the session is in the store (``send`` starts one under any id)."""
+        """Whether the session is in the store."""
         return await self.store.head(check_session_id(session_id)) > 0
 
     async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
         """The session's own MCP servers from now on, instead of the server's."""
-        await self.host_of(session_id).use_mcp_servers(session_id, servers)
+        await (await self.handle(session_id)).use_mcp_servers(servers)
 
     async def model_of(self, session_id: str) -> str:
         """The model the session's next turn uses unless another is named."""
-        return await self.host_of(session_id).session_model(session_id)
+        return await (await self.handle(session_id)).model()
 
     def set_approval(self, session_id: str, approval: Approval) -> None:
         """Which of the session's tool calls need the user's permission, from now on
         (ACP's session modes)."""
-        self.host_of(session_id).set_approval(session_id, approval)
+        self.held(session_id).approval = approval
 
     def approval_of(self, session_id: str) -> Approval:
-        return self.host_of(session_id).approval_of(session_id)
+        return self.held(session_id).approval
 
     async def close(self, session_id: str) -> None:
         """Stop the session's running turn and let go of it here; it stays stored."""
-        await self.host_of(session_id).close_session(session_id)
-        self._folders.pop(session_id, None)
-        self._held.discard(session_id)
+        await (await self.handle(session_id)).close()
+        self._drop(session_id)
 
-    async def delete(self, session_id: str) -> None:
-        await self.host_of(session_id).delete_session(session_id)
-        self._folders.pop(session_id, None)
-        self._held.discard(session_id)
+    async def delete(self, session_id: str, *, wait: Wait = False) -> None:
+        await (await self.handle(session_id)).delete(wait=wait)
+        self._drop(session_id)
 
     async def shutdown(self) -> None:
         """Cancel running turns (each closes its log), then release every host and

@@ -73,6 +73,8 @@ class RestoreResult:
     user, a formatter, another tool), before or while the restore ran."""
     not_captured: list[str] = attrs.field(factory=list)
     """Paths the later turns' commands changed without capture: not put back."""
+    unreverted_buffers: list[str] = attrs.field(factory=list)
+    """Open editor buffers that could not be brought to their restored content."""
 
 
 @attrs.define
@@ -80,6 +82,8 @@ class UndoResult:
     restored_files: list[str]
     restored_events: int
     conflicts: list[str] = attrs.field(factory=list)
+    unreverted_buffers: list[str] = attrs.field(factory=list)
+    """Open editor buffers that could not be brought to their content."""
 
 
 async def restore_to(

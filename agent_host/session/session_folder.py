@@ -23,6 +23,14 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 
+def session_started(
+    folder: str | None, model: str | None, title: str | None = None
+) -> ev.SessionStarted:
+    """A session's first event, built here only: the folder its files belong to
+    (for a new session, its workspace's first root), its model and title."""
+    return ev.SessionStarted(workspace=folder, model=model, title=title)
+
+
 def folder_of(events: Sequence[ev.Event]) -> str:
     """The folder a log's session_started names ("": none does)."""
     started = next((e for e in events[:2] if type(e) is ev.SessionStarted), None)

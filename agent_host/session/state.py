@@ -30,7 +30,10 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-Listener = Callable[[str, object], Awaitable[None] | None]
+Listener = Callable[[str, Any], Awaitable[None] | None]
+"""Told each update of a session: streamed text, an event as it is appended, a
+compaction's progress, an MCP server's news (the service's ``Update``; ``Any`` here
+so that the engine need not import the MCP package to name it)."""
 
 
 class NotLoaded(RuntimeError):

@@ -35,6 +35,7 @@ from .model import (
 from .pricing import usage_event
 from .protected_paths import protected_reason
 from .redaction import mask, mask_output
+from .session_folder import session_started
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool, tool_named
 from .tools.files import too_large_to_change
@@ -99,9 +100,7 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
         opening: list[ev.Event] = []
         if state.head == 0:
             opening.append(
-                ev.SessionStarted(
-                    workspace=str(settings.workspace.roots[0]), model=settings.provider.model
-                )
+                session_started(str(settings.workspace.roots[0]), settings.provider.model)
             )
         opening.append(
             ev.UserPrompt(text=prompt, model=settings.chosen_model, context=settings.context)

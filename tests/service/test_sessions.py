@@ -26,7 +26,7 @@ class Port:
     async def request_permission(self, request) -> str:
         return "allow_once"
 
-    def workspace(self, roots: list[Path]) -> DiskWorkspace:
+    def workspace(self, roots: list[Path], session_id: str | None = None) -> DiskWorkspace:
         return DiskWorkspace(roots)
 
 

@@ -20,6 +20,7 @@ from ..blobs import BlobStore
 from ..errors import CheckpointConflictError, CheckpointNotFound, CorruptLogError, InvalidSessionId
 from ..events import Event, from_dict, from_dicts
 from .info import SessionInfo, Truncation
+from .leases import waiting_lease
 
 __all__ = [
     "Checkpointer",
@@ -112,12 +113,16 @@ class Checkpointer(Protocol):
         """Every truncation of the session, oldest first."""
         ...
 
-    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+    def turn_lease(
+        self, session_id: str, wait: bool | float = False
+    ) -> AbstractAsyncContextManager[None]:
         """Held while a turn (or a restore or compaction) changes the session.
 
         A second taker -- in this process or another, e.g. a second editor window on
         the same store -- gets :class:`TurnInProgress` at once, instead of appending
-        into the middle of the running turn. A crashed holder releases it.
+        into the middle of the running turn; with ``wait``, it waits for the lease
+        (True: as long as it takes; seconds: at most that, then TurnInProgress). A
+        crashed holder releases it.
         """
         ...
 
@@ -233,9 +238,15 @@ class StoreBase:
         check_session_id(session_id)
         return await self._call(self._truncations, session_id)
 
-    def turn_lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
+    def turn_lease(
+        self, session_id: str, wait: bool | float = False
+    ) -> AbstractAsyncContextManager[None]:
         check_session_id(session_id)
-        return self._lease(session_id)
+        if wait is False:
+            return self._lease(session_id)
+        if isinstance(wait, bool | int | float) and wait >= 0:
+            return waiting_lease(lambda: self._lease(session_id), wait)
+        raise ValueError(f"wait must be True, False or seconds >= 0, not {wait!r}")
 
     async def write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
         """Keep ``data``, the session's resume snapshot as of seq ``head``, in place

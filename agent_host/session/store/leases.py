@@ -1,11 +1,14 @@
-"""Turn leases a crash releases: a lock file, or a set in this process only."""
+"""Turn leases a crash releases: a lock file, or a set in this process only; and
+waiting for one another holder has."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from ..errors import TurnInProgress
 from . import locking
@@ -45,3 +48,36 @@ class LocalLeases:
         finally:
             with self._mutex:
                 self._held.discard(session_id)
+
+
+FIRST_RETRY = 0.005
+"""Seconds before the first retry of a lease another holder has; doubled each time."""
+MAX_RETRY = 0.25
+"""The longest pause between retries: how late a waiter may notice the lease is free."""
+
+
+@asynccontextmanager
+async def waiting_lease(
+    take: Callable[[], AbstractAsyncContextManager[None]], wait: bool | float
+) -> AsyncIterator[None]:
+    """Hold the lease ``take`` makes, waiting while another holder has it (True: for
+    as long as it takes; seconds: at most that, then its TurnInProgress).
+
+    Every backend's lease refuses at once (a flock with LOCK_NB, a set, an advisory
+    lock tried), so waiting is retrying with a backoff: the same for every store,
+    in this process or across processes and hosts, and a waiter that gives up
+    holds nothing."""
+    deadline = None if wait is True else time.monotonic() + float(wait)
+    pause = FIRST_RETRY
+    async with AsyncExitStack() as stack:
+        while True:
+            try:
+                await stack.enter_async_context(take())
+                break
+            except TurnInProgress:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise
+                await asyncio.sleep(pause if left is None else min(pause, left))
+                pause = min(pause * 2, MAX_RETRY)
+        yield

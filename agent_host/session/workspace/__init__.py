@@ -8,6 +8,8 @@ an editor, where an ``EditorWorkspace`` sends writes through LSP
 - :mod:`.base`: the :class:`Workspace` protocol and :class:`CommandResult`.
 - :mod:`.paths`: confining paths to the roots, symlinks followed, and display paths.
 - :mod:`.disk`: :class:`DiskWorkspace` and its atomic file operations.
+- :mod:`.delegating`: the disk's workspace but for what a client shows (the
+  front ends' editor workspaces' base).
 - :mod:`.dirfd`: opening a path under a root one folder at a time, never through
   a symlink, so a folder swapped for one mid-write cannot redirect the write.
 - :mod:`.listing`: the .gitignore-aware file walk and glob matching.
@@ -23,6 +25,7 @@ from .base import (
     Workspace,
     unsaved_bytes,
 )
+from .delegating import DelegatingWorkspace, unsynced_buffers
 from .disk import DiskWorkspace
 from .listing import compile_glob, list_in_roots, walk_files
 from .paths import relative_in_roots, resolve_in_roots
@@ -32,6 +35,7 @@ __all__ = [
     "BUFFER_ENCODING",
     "BUFFER_ERRORS",
     "CommandResult",
+    "DelegatingWorkspace",
     "DiskWorkspace",
     "IfContent",
     "Workspace",
@@ -41,5 +45,6 @@ __all__ = [
     "resolve_in_roots",
     "run_shell",
     "unsaved_bytes",
+    "unsynced_buffers",
     "walk_files",
 ]
