@@ -158,13 +158,11 @@ def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
 
 
 def restore_json(result: RestoreResult) -> dict[str, Any]:
-    """The LSP dialect's session/restore result, field for field. ``unrevertedBuffers``
-    is always empty here: an ACP client's files are written through
-    fs/write_text_file, never left as editor buffers apart from the disk."""
+    """The LSP dialect's session/restore result, field for field."""
     return {
         "restoredFiles": result.restored_files,
         "removedEvents": result.removed_events,
-        "unrevertedBuffers": [],
+        "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
         "notCaptured": result.not_captured,
     }
@@ -174,7 +172,7 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
     return {
         "restoredFiles": result.restored_files,
         "restoredEvents": result.restored_events,
-        "unrevertedBuffers": [],
+        "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
     }
 
