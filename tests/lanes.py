@@ -1,0 +1,94 @@
+"""The suite's lanes (markers given by where a test lives and what it uses) and what
+keeps its parallel run (pytest-xdist, on by default) honest.
+
+Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server),
+``postgres`` (a test on the PostgreSQL server), ``crash`` (the kill-at-every-step
+sweeps), ``slow`` (multi-process tests that take seconds, marked by hand). A test in
+none of them is ``fast``: ``pytest -m fast`` is the inner loop.
+
+Under xdist every test holds a shared lock on the run while it runs, and a test
+marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
+no other worker's test loads the machine while it measures. A queued exclusive test
+goes first: workers finishing a test wait for it rather than starting another.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+LANES = ("editors", "postgres", "crash", "slow")
+TESTS = Path(__file__).resolve().parent
+
+
+def lanes_of(item: pytest.Item) -> set[str]:
+    """The lanes a test is in by where it lives and what it uses (besides its marks)."""
+    found = set()
+    relative = item.path.resolve().relative_to(TESTS)
+    if relative.parts[0] == "editors":
+        found.add("editors")
+    if "crash" in item.path.stem:
+        found.add("crash")
+    params = getattr(item, "callspec", None)
+    on_postgres = params is not None and "postgres" in map(str, params.params.values())
+    if on_postgres or "pg_database" in getattr(item, "fixturenames", ()) or (
+        "postgres" in item.name
+    ):
+        found.add("postgres")
+    return found
+
+
+def mark_lanes(items: list[pytest.Item]) -> None:
+    for item in items:
+        for lane in lanes_of(item):
+            item.add_marker(lane)
+        if not any(item.get_closest_marker(lane) for lane in LANES):
+            item.add_marker("fast")
+
+
+class RunLock:
+    """A readers-writer lock over the workers of one run (two ``flock`` files).
+
+    ``gate`` gives a waiting writer priority: readers pass through it before taking
+    ``room`` shared, a writer holds it while it waits for ``room`` exclusively."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.gate: IO[str] = open(folder / "agent-host-gate.lock", "a+")  # noqa: SIM115
+        self.room: IO[str] = open(folder / "agent-host-room.lock", "a+")  # noqa: SIM115
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+        fcntl.flock(self.room, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.room, fcntl.LOCK_UN)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.room, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self.room, fcntl.LOCK_UN)
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+
+def run_lock(config: pytest.Config) -> RunLock | None:
+    """The run's lock in an xdist worker (whose basetemp is its own folder in the
+    run's); None in a run without workers, where tests never overlap."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or not config.option.basetemp:
+        return None
+    return RunLock(Path(config.option.basetemp).parent)
