@@ -35,19 +35,30 @@ def lanes_of(item: pytest.Item) -> set[str]:
         found.add("editors")
     if "crash" in item.path.stem:
         found.add("crash")
-    params = getattr(item, "callspec", None)
-    on_postgres = params is not None and "postgres" in map(str, params.params.values())
-    if on_postgres or "pg_database" in getattr(item, "fixturenames", ()) or (
-        "postgres" in item.name
-    ):
+    # the fixture, or a parameter (``[postgres]``) or name saying so
+    if "pg_database" in getattr(item, "fixturenames", ()) or "postgres" in item.name:
         found.add("postgres")
     return found
+
+
+GROUPS = {"test_vscode": "vscode", "test_vscode_e2e": "vscode", "test_neovim": "neovim"}
+"""xdist groups (module name, or its prefix up to ``_``): the two VS Code modules
+each run ``npm ci`` and build the extension, the Neovim scenarios each drive an
+editor and a server; one worker runs each group, so these never pile up."""
+
+
+def group_of(item: pytest.Item) -> str | None:
+    stem = item.path.stem
+    return GROUPS.get(stem) or GROUPS.get("_".join(stem.split("_")[:2]))
 
 
 def mark_lanes(items: list[pytest.Item]) -> None:
     for item in items:
         for lane in lanes_of(item):
             item.add_marker(lane)
+        group = group_of(item)
+        if group is not None and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group))
         if not any(item.get_closest_marker(lane) for lane in LANES):
             item.add_marker("fast")
 
