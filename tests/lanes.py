@@ -3,8 +3,9 @@ keeps its parallel run (pytest-xdist, on by default) honest.
 
 Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server),
 ``postgres`` (a test on the PostgreSQL server), ``crash`` (the kill-at-every-step
-sweeps), ``slow`` (multi-process tests that take seconds, marked by hand). A test in
-none of them is ``fast``: ``pytest -m fast`` is the inner loop.
+sweeps), ``slow`` (tests that take seconds: marked in their modules, or listed in
+``SLOW`` here). A test in none of them is ``fast``: ``pytest -m fast`` is the inner
+loop. Groups (``GROUPS``) keep what must not pile up on one worker.
 
 Under xdist every test holds a shared lock on the run while it runs, and a test
 marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
@@ -27,9 +28,31 @@ LANES = ("editors", "postgres", "crash", "slow")
 TESTS = Path(__file__).resolve().parent
 
 
+SLOW = (
+    "test_cli.py::test_run_edits_then_checkpoints_restore_undo_history_compact_delete",
+    "test_cli.py::test_server_errors_print_one_line_and_exit_1",
+    "test_cli.py::test_ctrl_c_cancels_the_turn_and_leaves_the_session_whole",
+    "test_cli_restore.py::",
+    "test_cli_model.py::",
+    "test_cli_turn_output.py::test_a_model_without_a_price_shows_an_unknown_cost_end_to_end",
+    "session/test_restore_property.py::",
+    "session/test_redaction_end_to_end.py::test_run_json_masks_the_key_in_its_lines_and_stderr",
+    "server/test_jsonrpc_grep_responsive.py::",
+    "acp/test_security.py::test_a_hostile_grep_does_not_hold_up_session_list",
+    "acp/test_security.py::test_mcp_servers_from_session_new_get_the_policys_environment",
+)
+"""Tests (under tests/; a prefix of the node id) that are slow, unmarked in their
+modules: each costs 4-20 CPU seconds (an ``agent-host run`` and its child server,
+several turns; a grep left to its 10 s limit; a long stateful property) -- the
+fast lane's costliest third, measured with the CPU time of the test and its
+children."""
+
+
 def lanes_of(item: pytest.Item) -> set[str]:
     """The lanes a test is in by where it lives and what it uses (besides its marks)."""
     found = set()
+    if item.nodeid.removeprefix("tests/").startswith(SLOW):
+        found.add("slow")
     relative = item.path.resolve().relative_to(TESTS)
     if relative.parts[0] == "editors":
         found.add("editors")
