@@ -5,7 +5,7 @@ Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server),
 ``postgres`` (a test on the PostgreSQL server), ``crash`` (the kill-at-every-step
 sweeps), ``slow`` (tests that take seconds: marked in their modules, or listed in
 ``SLOW`` here). A test in none of them is ``fast``: ``pytest -m fast`` is the inner
-loop. Groups (``GROUPS``) keep what must not pile up on one worker.
+loop.
 
 Under xdist every test holds a shared lock on the run while it runs, and a test
 marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
@@ -64,24 +64,10 @@ def lanes_of(item: pytest.Item) -> set[str]:
     return found
 
 
-GROUPS = {"test_vscode": "vscode", "test_vscode_e2e": "vscode", "test_neovim": "neovim"}
-"""xdist groups (module name, or its prefix up to ``_``): the two VS Code modules
-each run ``npm ci`` and build the extension, the Neovim scenarios each drive an
-editor and a server; one worker runs each group, so these never pile up."""
-
-
-def group_of(item: pytest.Item) -> str | None:
-    stem = item.path.stem
-    return GROUPS.get(stem) or GROUPS.get("_".join(stem.split("_")[:2]))
-
-
 def mark_lanes(items: list[pytest.Item]) -> None:
     for item in items:
         for lane in lanes_of(item):
             item.add_marker(lane)
-        group = group_of(item)
-        if group is not None and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
         if not any(item.get_closest_marker(lane) for lane in LANES):
             item.add_marker("fast")
 
