@@ -9,6 +9,7 @@ import pytest
 from agent_host.session import Checkpointer
 from agent_host.session.store.conformance import FACTORIES, Backend
 
+from .lanes import mark_lanes, run_lock
 from .pg_server import Throwaway, postgres_backend
 
 BACKENDS = ["file", "sqlite", "memory", "postgres"]
@@ -54,3 +55,31 @@ def _forget_secrets():
     SECRETS.clear()
     yield
     SECRETS.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_lanes(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Under xdist, a test marked ``exclusive`` runs with no other test running."""
+    lock = getattr(item.config, "_agent_host_run_lock", None)
+    if lock is None:
+        return (yield)
+    with lock.exclusive() if item.get_closest_marker("exclusive") else lock.shared():
+        return (yield)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config._agent_host_run_lock = run_lock(config)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_user_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The default store (the user data folder) is this run's -- this worker's --
+    own: never the developer's sessions, nor another worker's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
+        yield

@@ -192,6 +192,7 @@ async def test_mcp_servers_from_session_new_get_the_policys_environment(spawn, w
     assert echoed == "[redacted]"
 
 
+@pytest.mark.exclusive  # it times answers
 async def test_a_hostile_grep_does_not_hold_up_session_list(spawn, workspace):
     (workspace / "a.txt").write_text("a" * 30 + "!\n")
     greps = [{"pattern": "(a+)+$"}, {"pattern": "(?=a)(a+)+$"}]

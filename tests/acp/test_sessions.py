@@ -99,6 +99,7 @@ async def test_slash_commands_are_advertised(spawn, workspace):
     assert names == ["checkpoints", "rewind", "undo-rewind", "compact", "fork"]
 
 
+@pytest.mark.exclusive  # 10 s for the first answer, the agent's start included
 async def test_bad_params_are_answered_with_the_field_named(tmp_path, workspace):
     """Raw lines, so that what the SDK's client would refuse to send gets sent; and
     every line the agent writes must be JSON-RPC (nothing else on stdout)."""

@@ -204,6 +204,7 @@ def answered_before_probe(server: RawServer, message: dict) -> dict | None:
     return server.response(message["id"], timeout=0)
 
 
+@pytest.mark.exclusive  # the answer must beat a probe by 0.1 s
 def test_request_with_a_nested_jsonrpc_key_is_answered(shared_raw):
     answer = answered_before_probe(
         shared_raw,
@@ -217,6 +218,7 @@ def test_request_with_a_nested_jsonrpc_key_is_answered(shared_raw):
     assert answer is not None, "no response at all"
 
 
+@pytest.mark.exclusive  # the answer must beat a probe by 0.1 s
 def test_request_with_an_extra_member_is_answered(shared_raw):
     answer = answered_before_probe(
         shared_raw,

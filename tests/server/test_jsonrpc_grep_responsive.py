@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from .conftest import request, start_agent, stop_agent, write_script
 
 
@@ -23,6 +25,7 @@ async def answer_times(client, turn: asyncio.Task) -> list[float]:
     return times
 
 
+@pytest.mark.exclusive  # it times answers
 async def test_session_list_is_answered_while_grep_runs(tmp_path, workspace, store_dir):
     (workspace / "a.txt").write_text("a" * 30 + "!\n")
     greps = [

@@ -28,7 +28,7 @@ from tests.session.mcp.conftest import APP
 from .conftest import write_script
 from .wire import RawServer
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.exclusive]  # times answers
 
 P99_BOUND = 0.25
 """Seconds: what 99 in 100 session/list answers take at most while a tool runs."""

@@ -155,6 +155,7 @@ def test_json_output_is_masked(capsys):
     }
 
 
+@pytest.mark.exclusive  # it times the masking
 def test_ten_megabytes_are_masked_quickly_off_the_event_loop():
     SECRETS.add(KEY)
     SECRETS.add_url(secret_forms.DATABASE_URL)

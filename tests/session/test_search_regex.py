@@ -91,6 +91,7 @@ async def test_grep_with_a_lookaround_runs_in_python(ctx, root):
     assert not failed and out == "a.py:3:barfoo"
 
 
+@pytest.mark.exclusive  # it times the search
 async def test_grep_with_a_catastrophic_pattern_is_fast_in_re2(ctx, root):
     (root / "a.txt").write_text("a" * 30 + "!\n")
     started = time.monotonic()
@@ -99,6 +100,7 @@ async def test_grep_with_a_catastrophic_pattern_is_fast_in_re2(ctx, root):
     assert time.monotonic() - started < 1
 
 
+@pytest.mark.exclusive  # it times the search
 async def test_a_fallback_pattern_that_takes_too_long_is_stopped(ctx, root, monkeypatch):
     monkeypatch.setattr(regex_module, "FALLBACK_SECONDS", 1.0)
     (root / "a.txt").write_text("a" * 40 + "!\n")

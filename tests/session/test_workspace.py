@@ -377,6 +377,7 @@ async def test_capped_output_is_exact_when_it_fits_in_memory(ws):
     assert tail.split("...]")[1].strip() == "b" * 20
 
 
+@pytest.mark.exclusive  # the killed group must be gone within 3 s
 async def test_cancelling_the_call_kills_the_process_group(ws, root):
     task = asyncio.create_task(ws.run_command("sleep 30 & echo $! > bg.pid; sleep 30"))
     pid = int(await _wait_for_file(root / "bg.pid"))

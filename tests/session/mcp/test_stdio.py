@@ -19,6 +19,7 @@ from .conftest import APP, Log, Reports, process_gone, wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
 
+@pytest.mark.exclusive  # it times calls that run side by side
 async def test_tools_and_results(servers: McpServers) -> None:
     reports = Reports()
     tools = await servers.tools(reports)
