@@ -119,3 +119,41 @@ async def test_the_fallback_child_ends_with_the_grep(ctx, root):
         child = compiled._child
         assert child is not None and child.returncode is None
     assert child.returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "line", "matches"),
+    [
+        (r"\bab\b", "abé", False),  # é is a word character to Python, not to RE2
+        (r"\bab\b", "ab é", True),
+        (r"^\w+$", "née", True),
+        (r"\d", "٣", True),  # an Arabic-Indic digit
+        (r"a\sb", "a\u00a0b", True),  # a no-break space
+        (r"\W", "é", False),
+    ],
+)
+def test_unicode_classes_mean_what_they_mean_in_python(pattern, line, matches):
+    assert bool(re.search(pattern, line)) is matches  # the meaning grep keeps
+    compiled = compile_pattern(pattern)
+    assert isinstance(compiled, Re2Pattern)
+    data = f"{line}\n".encode()
+    assert [n for n, _ in compiled.hits(data, 10)] == ([1] if matches else [])
+    # On ASCII text RE2 alone answers, as before.
+    assert [n for n, _ in compiled.hits(b"ab\nab!\n", 10)] == [
+        n for n in (1, 2) if re.search(pattern, ["ab", "ab!"][n - 1])
+    ]
+
+
+@pytest.mark.exclusive  # it times the search
+async def test_a_unicode_class_pattern_that_takes_too_long_on_non_ascii_text_is_stopped(
+    ctx, root, monkeypatch
+):
+    monkeypatch.setattr(regex_module, "FALLBACK_SECONDS", 1.0)
+    (root / "a.txt").write_text("é" + "a" * 60 + "\n")
+    started = time.monotonic()
+    # The regex package cuts the usual catastrophic forms short; this one still
+    # backtracks for seconds.
+    failed, out = await grep(ctx, pattern=r"(\w*?a){25}\d")
+    elapsed = time.monotonic() - started
+    assert failed and out.endswith(regex_module.TOO_SLOW), out
+    assert elapsed < 3, elapsed

@@ -6,6 +6,11 @@ it holds the GIL all that time, so a thread does not help -- the event loop
 matches in linear time and releases the GIL while it does. The few patterns RE2
 refuses (lookarounds, backreferences, possessive quantifiers) run in Python ``re``
 in a child process that is killed when it takes too long.
+
+RE2's ``\\b \\w \\d \\s`` (and their negations) know only ASCII, Python's know Unicode:
+a pattern using them is matched on a file that is not pure ASCII by the ``regex``
+package instead (``re``'s semantics, bounded by a timeout, the GIL released), so
+``\\bab\\b`` finds no word in ``abé`` on either path.
 """
 
 from __future__ import annotations
@@ -29,6 +34,19 @@ Hit = tuple[int, bytes]
 """A matching line: its number (from 1) and its bytes."""
 
 
+# An unescaped \b \B \w \W \d \D \s \S: classes whose meaning RE2 and re differ on
+# beyond ASCII.
+_UNICODE_CLASSES = re.compile(r"(?<!\\)(?:\\\\)*\\[bBwWdDsS]")
+
+
+@cache
+def _regex() -> Any:
+    """The ``regex`` package, imported on first use."""
+    import regex
+
+    return regex
+
+
 @cache
 def _re2() -> Any:
     """RE2, imported on first use: the server's start-up does without it."""
@@ -42,12 +60,16 @@ def _re2() -> Any:
 class Re2Pattern:
     """A pattern RE2 accepts; :meth:`hits` runs in a thread without holding the GIL."""
 
-    def __init__(self, compiled: Any, whole_text: bool) -> None:
+    def __init__(self, compiled: Any, whole_text: bool, unicode: Any = None) -> None:
         self._regex = compiled
         self._whole_text = whole_text
+        self._unicode = unicode
+        """The pattern in ``regex``, when it uses classes RE2 knows only in ASCII."""
 
     def hits(self, data: bytes, room: int) -> list[Hit]:
         """The first ``room`` lines of ``data`` (UTF-8) the pattern matches."""
+        if self._unicode is not None and not data.isascii():
+            return self._unicode_hits(data, room)
         if b"\r" in data:
             # Lines as split_lines numbers them: \r\n ends a line as \n does, and so
             # does a final \r.
@@ -81,6 +103,25 @@ class Re2Pattern:
             pos = line_end + 1
         return found
 
+    def _unicode_hits(self, data: bytes, room: int) -> list[Hit]:
+        from .files import split_lines
+
+        deadline = time.monotonic() + FALLBACK_SECONDS
+        found: list[Hit] = []
+        text = data.decode("utf-8", errors="surrogateescape")
+        for number, line in enumerate(split_lines(text), 1):
+            try:
+                matched = self._unicode.search(
+                    line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True
+                )
+            except TimeoutError:
+                raise ToolError(TOO_SLOW) from None
+            if matched:
+                found.append((number, line.encode("utf-8", errors="surrogateescape")))
+                if len(found) >= room:
+                    break
+        return found
+
     def _line_by_line(self, data: bytes, room: int) -> list[Hit]:
         found: list[Hit] = []
         lines = data.split(b"\n")
@@ -110,7 +151,11 @@ def compile_pattern(pattern: str) -> Re2Pattern | PythonPattern:
         except re2.error:
             pass  # Python syntax RE2 lacks: try re, below
         else:
-            return Re2Pattern(compiled, whole_text=not _TEXT_ANCHORS.search(pattern))
+            return Re2Pattern(
+                compiled,
+                whole_text=not _TEXT_ANCHORS.search(pattern),
+                unicode=_unicode_pattern(pattern),
+            )
     try:
         re.compile(pattern)
     except re.error as e:
@@ -121,6 +166,18 @@ def compile_pattern(pattern: str) -> Re2Pattern | PythonPattern:
     except (OverflowError, RecursionError) as e:
         raise ToolError(f"the regular expression {pattern!r} is too large: {e}") from None
     return PythonPattern(pattern)
+
+
+def _unicode_pattern(pattern: str) -> Any:
+    """``pattern`` in ``regex`` (``re``'s syntax and meaning) when it uses a class
+    RE2 reads as ASCII only; None when it uses none, or ``regex`` refuses it."""
+    if not _UNICODE_CLASSES.search(pattern):
+        return None
+    regex = _regex()
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except (regex.error, OverflowError, RecursionError):
+        return None
 
 
 # The child: records of (length, room) and that many bytes of text whose lines are
