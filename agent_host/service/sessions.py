@@ -14,6 +14,8 @@ none was named, the server's. Each session acts through its own client workspace
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import builtins
 import logging
 import os
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from ..session import events as ev
 from ..session.approval import Approval
@@ -37,6 +40,7 @@ from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
 from ..session.session_folder import session_started
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
+from ..session.store.base import ListCursor
 from ..session.turn import TurnResult
 from .port import ClientPort, SessionChanged
 
@@ -250,13 +254,29 @@ class SessionService:
         limit: int | None = None,
     ) -> SessionPage:
         """Sessions newest first, of ``cwd`` only when given; ``cursor`` is a
-        ``next_cursor`` this service returned."""
+        ``next_cursor`` this service returned. A page is read from the store by
+        key (``list_page``): a session written meanwhile moves up and is not seen
+        twice in one walk down."""
         if limit is not None and limit < 1:
             raise InvalidArgument("limit: must be 1 or more (omit it for every session)")
-        infos = await self.host().list_sessions(cwd)
-        start = _cursor(cursor)
-        end = len(infos) if limit is None else start + limit
-        return SessionPage(infos[start:end], str(end) if end < len(infos) else None)
+        if limit is None and cursor is None and cwd is None:
+            return SessionPage(await self.store.list(), None)
+        folder = os.path.realpath(cwd) if cwd is not None else None
+        after = _cursor(cursor)
+        batch = _LIST_BATCH if limit is None else limit + 1
+        found: builtins.list[SessionInfo] = []
+        while limit is None or len(found) <= limit:
+            page = await self.store.list_page(batch, after)
+            for info in page:
+                if folder is None or info.workspace == folder:
+                    found.append(info)
+            if len(page) < batch:
+                break
+            after = (page[-1].updated_at, page[-1].id)
+        if limit is None or len(found) <= limit:
+            return SessionPage(found, None)
+        last = found[limit - 1]
+        return SessionPage(found[:limit], _next_cursor(last.updated_at, last.id))
 
     async def resume(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
@@ -364,9 +384,25 @@ def _quiet(task: asyncio.Future[None]) -> None:
         log.debug("telling the client of a session change failed: %s", task.exception())
 
 
-def _cursor(cursor: str | None) -> int:
+_LIST_BATCH = 200
+"""Sessions read from the store at a time when a listing has no limit but a
+folder or cursor."""
+
+
+def _next_cursor(updated_at: float, session_id: str) -> str:
+    """The key of a page's last session, opaque to clients."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, session_id])).decode()
+
+
+def _cursor(cursor: str | None) -> ListCursor | None:
     if cursor is None:
-        return 0
-    if not cursor.isdigit():
-        raise InvalidArgument(f"cursor: {cursor!r} is not a nextCursor this server returned")
-    return int(cursor)
+        return None
+    try:
+        updated_at, session_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not isinstance(updated_at, int | float) or not isinstance(session_id, str):
+            raise ValueError(cursor)
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise InvalidArgument(
+            f"cursor: {cursor!r} is not a nextCursor this server returned"
+        ) from None
+    return (float(updated_at), session_id)

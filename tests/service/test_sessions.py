@@ -147,3 +147,37 @@ async def test_a_sessions_approval_can_change(tmp_path, folders):
             service.set_approval(sid, "yolo")
     finally:
         await service.shutdown()
+
+
+async def test_list_pages_by_key_of_one_folder_and_refuses_a_made_up_cursor(
+    tmp_path, folders, monkeypatch
+):
+    from agent_host.service import sessions as service_module
+    from agent_host.session.errors import InvalidArgument
+
+    one, two, server = folders
+    service = SessionService(Port(), store=tmp_path / "store", roots=[server])
+    try:
+        mine = [await service.new(cwd=one if n % 3 else two) for n in range(11)]
+        ours = [s for n, s in enumerate(mine) if n % 3]
+        everything = await service.list()
+        assert {i.id for i in everything.sessions} == set(mine)
+        # Pages of one folder, walked by cursor, are its sessions newest first, once.
+        seen, cursor = [], None
+        while True:
+            page = await service.list(cwd=one, limit=2, cursor=cursor)
+            assert len(page.sessions) <= 2
+            seen += [i.id for i in page.sessions]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert seen == [i.id for i in everything.sessions if i.id in ours]
+        # A folder's listing with no limit reads the store in batches.
+        monkeypatch.setattr(service_module, "_LIST_BATCH", 3)
+        whole = await service.list(cwd=one)
+        assert [i.id for i in whole.sessions] == seen and whole.next_cursor is None
+        for bad in ("2", "not base64!", "WzEsMiwzXQ=="):
+            with pytest.raises(InvalidArgument, match="not a nextCursor"):
+                await service.list(cursor=bad, limit=2)
+    finally:
+        await service.shutdown()

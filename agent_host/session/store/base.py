@@ -96,6 +96,13 @@ class Checkpointer(Protocol):
         """Every session, most recently updated first."""
         ...
 
+    async def list_page(
+        self, limit: int, after: ListCursor | None = None
+    ) -> builtins.list[SessionInfo]:
+        """Up to ``limit`` sessions of :meth:`list`'s order, after the one whose
+        (updated_at, id) is ``after``."""
+        ...
+
     async def delete(self, session_id: str) -> None:
         """Remove the session, its log and its truncations; SessionNotFound if absent."""
         ...
