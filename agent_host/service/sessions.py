@@ -17,7 +17,6 @@ import asyncio
 import base64
 import binascii
 import builtins
-import logging
 import os
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -41,13 +40,12 @@ from ..session.resources import McpConfigs
 from ..session.session_folder import session_started
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
 from ..session.store.base import ListCursor
+from ..session.tasks import run_task
 from ..session.turn import TurnResult
 from .port import ClientPort, SessionChanged
 
 if TYPE_CHECKING:
     from ..session.restore import RestoreResult, UndoResult
-
-log = logging.getLogger(__name__)
 
 
 @attrs.define
@@ -130,8 +128,10 @@ class SessionService:
         return on_change(changed)
 
     def _announce(self, session_id: str, head: int) -> None:
-        task = asyncio.ensure_future(self.port.update(session_id, SessionChanged(head)))
-        task.add_done_callback(_quiet)
+        run_task(
+            self.port.update(session_id, SessionChanged(head)),
+            name=f"tell the client session {session_id} changed",
+        )
 
     # -- hosts: one per folder, the engine its sessions' handles share
 
@@ -376,12 +376,6 @@ class SessionService:
         await asyncio.gather(*(host.close() for host in self._hosts.values()))
         if self._owns_store:
             await self.store.close()
-
-
-def _quiet(task: asyncio.Future[None]) -> None:
-    # A client gone away must not leave "exception never retrieved" behind.
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("telling the client of a session change failed: %s", task.exception())
 
 
 _LIST_BATCH = 200
