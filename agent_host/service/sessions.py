@@ -102,6 +102,11 @@ class SessionService:
         self._options = {"mcp_servers": mcp_servers, **host_options}
         self._hosts: dict[tuple[str, ...], AgentHost] = {}
         self._handles: dict[str, SessionHandle] = {}
+        self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        """Per session: calls take their turn to ask the store whether it exists in
+        the order they came (asyncio's lock is first come, first served), so that
+        they reach the handle's queue in that order too; beside it, how many calls
+        use the lock (it goes when none does)."""
         """The sessions this service holds, each in the folder it was opened with."""
         self._closing: asyncio.Future[None] | None = None
         self._held: set[str] = set()
@@ -178,9 +183,20 @@ class SessionService:
         sid = check_session_id(session_id)
         if create is None:
             create = self.create_unknown
-        # Asked of the store each time: another process may have deleted it.
-        if not create and not await self.exists(sid):
-            raise SessionNotFound(sid)
+        if not create:
+            # Asked of the store each time: another process may have deleted it.
+            arrival, users = self._arrivals.setdefault(sid, (asyncio.Lock(), [0]))
+            users[0] += 1
+            try:
+                async with arrival:
+                    found = await self.exists(sid)
+            finally:
+                users[0] -= 1
+                if not users[0]:
+                    del self._arrivals[sid]
+            # Nothing awaits from here until the caller joins the handle's queue.
+            if not found:
+                raise SessionNotFound(sid)
         held = self._handles.get(sid)
         if held is not None and (cwd is None or held.host is self.host(cwd)):
             return held

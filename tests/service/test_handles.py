@@ -261,3 +261,24 @@ async def test_a_service_made_to_create_unknown_sessions_opens_them_empty(tmp_pa
         assert await prompts(service, "not-yet") == ["hi"]
     finally:
         await service.shutdown()
+
+
+async def test_calls_keep_their_order_when_the_store_answers_out_of_order(service, monkeypatch):
+    """Each call asks the store whether the session exists before it joins the
+    queue; the store answering the first call last must not let the others pass it."""
+    sid = await service.new()
+    asked = 0
+    real_head = service.store.head
+
+    async def head(session_id: str) -> int:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            await asyncio.sleep(0.3)  # the first call's answer comes last
+        return await real_head(session_id)
+
+    monkeypatch.setattr(service.store, "head", head)
+    sends = [asyncio.ensure_future(service.send(sid, f"prompt {n}", wait=True)) for n in range(3)]
+    done = await asyncio.wait_for(asyncio.gather(*sends), 30)
+    assert [d.result.stop_reason for d in done] == ["end_turn"] * 3
+    assert await prompts(service, sid) == ["prompt 0", "prompt 1", "prompt 2"]
