@@ -43,7 +43,7 @@ EXPECTED = (
     "session/cancel while a permission request is pending: cancelled, file unwritten",
     "session/load in a new agent process replays the conversation before answering",
     "session/list lists the stored sessions, filtered by cwd",
-    "an unknown session id is a JSON-RPC error (-32001, or invalid params)",
+    "an unknown session id is a JSON-RPC error (-32002, or invalid params)",
     "/checkpoints lists the prompt's checkpoint and /rewind SEQ restores the file",
     "/rewind -1 goes one prompt back; /rewind with a bad target says so",
     "_agent-host/checkpoints and _agent-host/restore through the SDK's ext-method call",

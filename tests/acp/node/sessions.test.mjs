@@ -116,7 +116,7 @@ test("session/list lists the stored sessions, filtered by cwd", async () => {
   }
 });
 
-test("an unknown session id is a JSON-RPC error (-32001, or invalid params)", async () => {
+test("an unknown session id is a JSON-RPC error (-32002, or invalid params)", async () => {
   const dir = scratch();
   try {
     const errors = await withAgent(dir, { steps: [] }, async (ctx) => {
@@ -148,7 +148,7 @@ test("an unknown session id is a JSON-RPC error (-32001, or invalid params)", as
     assert.match(malformed.message, /session id/);
     for (const [method, error] of Object.entries(failures)) {
       assert.ok(
-        error.code === -32001 || error.code === -32602,
+        error.code === -32002 || error.code === -32602,
         `${method}: code ${error.code} (${error.message})`,
       );
       assert.match(error.message, /no-such-session|session/i, method);
