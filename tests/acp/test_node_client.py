@@ -44,6 +44,7 @@ EXPECTED = (
     "session/load in a new agent process replays the conversation before answering",
     "session/list lists the stored sessions, filtered by cwd",
     "an unknown session id is a JSON-RPC error (-32002, or invalid params)",
+    "session/close and session/delete of an unknown session resolve: the SDK reads -32002 as done",
     "/checkpoints lists the prompt's checkpoint and /rewind SEQ restores the file",
     "/rewind -1 goes one prompt back; /rewind with a bad target says so",
     "_agent-host/checkpoints and _agent-host/restore through the SDK's ext-method call",

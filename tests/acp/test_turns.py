@@ -29,6 +29,7 @@ async def test_initialize_advertises_what_the_agent_does(spawn):
     session = caps.session_capabilities
     assert session.list is not None and session.fork is not None
     assert session.resume is not None and session.close is not None
+    assert session.delete is not None  # ACP v1's session/delete
     assert caps.field_meta["agent-host"]["methods"] == [
         "_agent-host/checkpoints",
         "_agent-host/restore",

@@ -158,3 +158,36 @@ test("an unknown session id is a JSON-RPC error (-32002, or invalid params)", as
     dir.remove();
   }
 });
+
+test("session/close and session/delete of an unknown session resolve: the SDK reads -32002 as done", async () => {
+  const dir = scratch();
+  try {
+    const result = await withAgent(dir, { steps: [{ text: "ok" }] }, async (ctx, rec, initialized) => {
+      const sid = await newSession(ctx, dir);
+      await say(ctx, sid, "hello");
+      const deleted = await ctx.request(methods.agent.session.delete, { sessionId: sid });
+      const listed = await ctx.request(methods.agent.session.list, {});
+      // Both idempotent in the SDK: closing or deleting what is not there is done.
+      const closedUnknown = await ctx.request(methods.agent.session.close, { sessionId: "no-such-session" });
+      const deletedAgain = await ctx.request(methods.agent.session.delete, { sessionId: sid });
+      const errors = rec.wire.filter((m) => "error" in m).map((m) => m.error);
+      return { initialized, deleted, listed, closedUnknown, deletedAgain, errors };
+    });
+
+    assert.deepEqual(result.initialized.agentCapabilities.sessionCapabilities.delete, {});
+    assert.deepEqual(result.deleted, {});
+    assert.deepEqual(result.listed.sessions, []);
+    assert.deepEqual(result.closedUnknown, {});
+    assert.deepEqual(result.deletedAgain, {});
+    // What the agent answered under the SDK's success: ACP's "Resource not found".
+    assert.deepEqual(
+      result.errors.map((e) => [e.code, e.data]),
+      [
+        [-32002, { error: "SessionNotFound" }],
+        [-32002, { error: "SessionNotFound" }],
+      ],
+    );
+  } finally {
+    dir.remove();
+  }
+});
