@@ -15,7 +15,8 @@ from agent_host.service.errors import ErrorKind
 
 from .raw import RawAgent
 
-STEPS = [{"text": "ok"}, {"text": "a slow answer", "delay_ms": 3000}]
+SLOW = "a slow answer that goes on for a while in pieces of three words"
+STEPS = [{"text": "ok"}, {"text": SLOW, "delay_ms": 1000}]
 
 
 @pytest.fixture
@@ -80,8 +81,16 @@ def test_session_delete_while_a_turn_runs_is_turn_in_progress(agent, workspace):
     sid = result(agent, "session/new", {"cwd": str(workspace), "mcpServers": []})["sessionId"]
     result(agent, "session/prompt", prompt(sid, "hello"))
     slow = agent.send("session/prompt", prompt(sid, "take your time"))
-    # The turn has started once its user message is echoed... or simply: it runs
-    # for 3 s, and the delete arrives well within them.
+    # Its first piece of text says the turn runs (the next comes a second later).
+    started = agent.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+            and SLOW.startswith(m["params"]["update"]["content"]["text"].strip())
+        ),
+        timeout=30,
+    )
+    assert started is not None, agent.state()
     busy = error(agent, "session/delete", {"sessionId": sid})
     agent.write(
         json.dumps(
