@@ -74,6 +74,7 @@ class AcpAgent:
             fork=s.SessionForkCapabilities(),
             resume=s.SessionResumeCapabilities(),
             close=s.SessionCloseCapabilities(),
+            delete=s.SessionDeleteCapabilities(),
         )
         capabilities = s.AgentCapabilities(
             load_session=True,

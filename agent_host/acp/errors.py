@@ -1,9 +1,9 @@
 """The one place the ACP front end turns engine errors into JSON-RPC errors.
 
 The kind of each engine error is the service's (:mod:`agent_host.service.errors`);
-its code is :data:`CODES`, the same numbers as the LSP dialect's. The SDK answers
-its own failures: params its schema rejects become -32602 with pydantic's errors
-(each naming the field) in ``data``.
+its code is :data:`CODES`: ACP's own where ACP has one, ours outside ACP's range
+for the rest. The SDK answers its own failures: params its schema rejects become
+-32602 with pydantic's errors (each naming the field) in ``data``.
 """
 
 from __future__ import annotations
@@ -27,36 +27,42 @@ a hang-up, an answer the schema rejects, no answer in time."""
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-MODEL_ERROR = -32007
+RESOURCE_NOT_FOUND = -32002
+"""ACP's own "Resource not found": what its SDKs read as an unknown session (the
+TypeScript SDK's idempotent close resolves on it)."""
+MODEL_ERROR = -31007
 
 CODES: dict[ErrorKind, int] = {
     ErrorKind.INVALID_PARAMS: INVALID_PARAMS,
-    ErrorKind.SESSION_NOT_FOUND: -32001,
-    ErrorKind.CHECKPOINT_CONFLICT: -32002,
-    ErrorKind.CHECKPOINT_NOT_FOUND: -32003,
-    ErrorKind.NOTHING_TO_UNDO: -32004,
-    ErrorKind.UNDO_UNAVAILABLE: -32004,
-    ErrorKind.SNAPSHOT_UNAVAILABLE: -32010,
-    ErrorKind.STATE_INCOMPATIBLE: -32004,
-    ErrorKind.BLOB_NOT_FOUND: -32004,
-    ErrorKind.WORKSPACE_MISMATCH: -32004,
-    ErrorKind.WORKSPACE_REFUSED: -32011,
-    ErrorKind.OS_ERROR: -32011,
-    ErrorKind.CAPABILITY_UNSUPPORTED: -32005,
-    ErrorKind.TURN_IN_PROGRESS: -32006,
+    ErrorKind.SESSION_NOT_FOUND: RESOURCE_NOT_FOUND,
+    ErrorKind.CHECKPOINT_CONFLICT: -31002,
+    ErrorKind.CHECKPOINT_NOT_FOUND: -31003,
+    ErrorKind.NOTHING_TO_UNDO: -31004,
+    ErrorKind.UNDO_UNAVAILABLE: -31004,
+    ErrorKind.SNAPSHOT_UNAVAILABLE: -31010,
+    ErrorKind.STATE_INCOMPATIBLE: -31004,
+    ErrorKind.BLOB_NOT_FOUND: -31004,
+    ErrorKind.WORKSPACE_MISMATCH: -31004,
+    ErrorKind.WORKSPACE_REFUSED: -31011,
+    ErrorKind.OS_ERROR: -31011,
+    ErrorKind.CAPABILITY_UNSUPPORTED: -31005,
+    ErrorKind.TURN_IN_PROGRESS: -31006,
     ErrorKind.MODEL_ERROR: MODEL_ERROR,
-    ErrorKind.PERMISSION_DENIED: -32008,
-    ErrorKind.STORE_UNAVAILABLE: -32009,
-    ErrorKind.STORE_BUSY: -32009,
-    ErrorKind.CORRUPT_STORE: -32009,
-    ErrorKind.LEASE_LOST: -32013,
-    ErrorKind.HOST_CLOSED: -32012,
+    ErrorKind.PERMISSION_DENIED: -31008,
+    ErrorKind.STORE_UNAVAILABLE: -31009,
+    ErrorKind.STORE_BUSY: -31009,
+    ErrorKind.CORRUPT_STORE: -31009,
+    ErrorKind.LEASE_LOST: -31013,
+    ErrorKind.HOST_CLOSED: -31012,
     ErrorKind.INTERNAL: INTERNAL_ERROR,
 }
-"""ACP's code for each kind of error. ACP defines only JSON-RPC's own codes and a
-few of its own (-32000 authentication required); the rest are ours, in the range
-JSON-RPC leaves to servers, the same numbers as the LSP dialect's so a client of
-both reads one table."""
+"""ACP's code for each kind of error (docs/acp.md has the table). ACP's own where
+it has one: JSON-RPC's, and -32002 "Resource not found" for an unknown session.
+ACP claims the whole server-error range (-32000..-32099) for its own codes -- it
+has added to it since v1 -- so ours are outside it, in the range JSON-RPC leaves
+to applications: the LSP dialect's number plus 1000 (its -32007 model error is
+-31007 here), the kinds grouped under one code as there. ``data.error`` names the
+error's type either way."""
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -81,7 +81,7 @@ async def fork(service: SessionService, p: ForkParams) -> dict[str, Any]:
 
 
 async def delete(service: SessionService, p: SessionParams) -> dict[str, Any]:
-    # session/delete is not in the SDK's router.
+    # ACP's session/delete too (UNROUTED): the SDK's router does not route it.
     await service.delete(p.session_id)
     return {}
 
@@ -110,6 +110,11 @@ EXTENSIONS: tuple[ExtensionMethod[Any], ...] = (
 
 EXTENSION_METHODS = [method.name for method in EXTENSIONS]
 """As initialize advertises them (agentCapabilities._meta["agent-host"].methods)."""
+
+UNROUTED = {"session/delete": "_agent-host/delete"}
+"""ACP's methods the SDK's router does not know, each answered as the extension
+method named (its result is ACP's response, its params ACP's request): the
+transport (wire.py) renames them as they arrive."""
 
 _BY_NAME = {method.name: method for method in EXTENSIONS}
 

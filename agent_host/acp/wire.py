@@ -17,6 +17,8 @@ and only here. :class:`StdioTransport` is one, over stdin and stdout:
   a string, a number, null, an object without method or id): -32600, the id when
   it has a usable one;
 - a request with an array over ``MAX_LIST_ITEMS`` in its params: -32602 naming it;
+- ACP's methods the SDK does not route (``session/delete``) are renamed to the
+  extension method that answers them (``extensions.UNROUTED``);
 - errors the SDK builds from pydantic's are cut down on the way out (``errors``);
 - the client gone -- stdin at its end, or stdout closed by the reader -- ends
   ``receive``, so the connection closes and ``serve_stdio`` shuts the sessions
@@ -41,6 +43,7 @@ from ..jsonrpc.messages import (
     overlong_array,
 )
 from .errors import bounded_error
+from .extensions import UNROUTED
 from .redacting import masked_line
 
 log = logging.getLogger(__name__)
@@ -164,6 +167,9 @@ class StdioTransport:
         body = "params" if "method" in message else "result"
         overlong = overlong_array(message.get(body))
         if overlong is None:
+            method = message.get("method")
+            if method in UNROUTED:
+                return {**message, "method": UNROUTED[method]}
             return message
         where, items = overlong
         problem = f"{where}: expected at most {MAX_LIST_ITEMS} items, got {items}"

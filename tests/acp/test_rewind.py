@@ -87,7 +87,7 @@ async def test_extension_methods_restore_and_undo(spawn, workspace):
     assert after_restore == "print('a')\n"
     assert undone["restoredFiles"] == ["a.py"] and undone["restoredEvents"] > 0
     assert after_undo == "v2\n"
-    assert gone.value.code == -32001
+    assert gone.value.code == -32002
 
 
 async def test_a_file_changed_by_the_user_is_a_conflict_unless_forced(spawn, workspace):

@@ -8,7 +8,7 @@ import pytest
 
 from .conftest import new_session, say
 
-WORKSPACE_MISMATCH = -32004
+WORKSPACE_MISMATCH = -31004
 STEPS = [
     {"text": "hello"},
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "n\n"}}]},

@@ -29,6 +29,7 @@ async def test_initialize_advertises_what_the_agent_does(spawn):
     session = caps.session_capabilities
     assert session.list is not None and session.fork is not None
     assert session.resume is not None and session.close is not None
+    assert session.delete is not None  # ACP v1's session/delete
     assert caps.field_meta["agent-host"]["methods"] == [
         "_agent-host/checkpoints",
         "_agent-host/restore",
@@ -149,23 +150,40 @@ async def test_a_model_error_is_a_jsonrpc_error_with_our_code(spawn, workspace):
         sid = await new_session(conn, workspace)
         with pytest.raises(acp.RequestError) as failed:
             await say(conn, sid, "hello")
-    assert failed.value.code == -32007
+    assert failed.value.code == -31007
     assert "exhausted" in str(failed.value)
 
 
-async def test_an_unknown_session_is_session_not_found(spawn, workspace):
+async def test_an_unknown_session_is_acps_resource_not_found(spawn, workspace):
+    bad = "no-such-session"
     async with spawn([]) as (conn, _):
-        attempts = [
-            say(conn, "no-such-session", "hello"),
-            conn.load_session(cwd=str(workspace), session_id="no-such-session", mcp_servers=[]),
-            conn.set_session_mode(session_id="no-such-session", mode_id="auto"),
-            conn.close_session(session_id="no-such-session"),
-            conn.ext_method("agent-host/checkpoints", {"sessionId": "no-such-session"}),
-        ]
-        for attempt in attempts:
+        attempts = {
+            "prompt": say(conn, bad, "hello"),
+            "load": conn.load_session(cwd=str(workspace), session_id=bad, mcp_servers=[]),
+            "resume": conn.resume_session(cwd=str(workspace), session_id=bad, mcp_servers=[]),
+            "set_mode": conn.set_session_mode(session_id=bad, mode_id="auto"),
+            "close": conn.close_session(session_id=bad),
+            "fork": conn.fork_session(cwd=str(workspace), session_id=bad, mcp_servers=[]),
+            **{
+                f"_agent-host/{method}": conn.ext_method(
+                    f"agent-host/{method}", {"sessionId": bad, **extra}
+                )
+                for method, extra in (
+                    ("checkpoints", {}),
+                    ("restore", {"seq": 1}),
+                    ("undoRestore", {}),
+                    ("compact", {}),
+                    ("fork", {}),
+                    ("delete", {}),
+                )
+            },
+        }
+        for name, attempt in attempts.items():
             with pytest.raises(acp.RequestError) as missing:
                 await attempt
-            assert missing.value.code == -32001, missing.value
+            # ACP's -32002 "Resource not found"; data names our kind.
+            assert missing.value.code == -32002, (name, missing.value)
+            assert missing.value.data == {"error": "SessionNotFound"}, (name, missing.value.data)
 
 
 async def test_embedded_resources_and_links_reach_the_prompt(spawn, workspace):

@@ -71,11 +71,34 @@ def test_an_error_type_without_a_row_is_internal_whatever_it_derives_from():
     assert describe(KeyError("k")).kind is ErrorKind.INTERNAL
 
 
-def test_each_front_end_gives_every_kind_a_code_and_the_same_one():
+def test_each_front_end_gives_every_kind_a_code_grouped_alike():
     assert set(LSP_CODES) == set(ErrorKind)
     assert set(ACP_CODES) == set(ErrorKind)
-    # One table of numbers for a client that speaks both dialects.
-    assert {kind: int(code) for kind, code in LSP_CODES.items()} == ACP_CODES
+
+    def groups(table: dict[ErrorKind, int]) -> set[frozenset[ErrorKind]]:
+        shared: dict[int, set[ErrorKind]] = {}
+        for kind, code in table.items():
+            shared.setdefault(int(code), set()).add(kind)
+        return {frozenset(kinds) for kinds in shared.values()}
+
+    # The numbers differ (ACP's own codes); which kinds a client can tell apart do not.
+    assert groups({kind: int(code) for kind, code in LSP_CODES.items()}) == groups(ACP_CODES)
+
+
+def test_acps_codes_are_acps_own_or_outside_the_range_acp_claims():
+    acps_own = {
+        ErrorKind.INVALID_PARAMS: -32602,
+        ErrorKind.INTERNAL: -32603,
+        ErrorKind.SESSION_NOT_FOUND: -32002,  # "Resource not found"
+    }
+    for kind, code in ACP_CODES.items():
+        if kind in acps_own:
+            assert code == acps_own[kind], kind
+        else:
+            # ACP's errors use -32000..-32099 (it added -32022 in v2); JSON-RPC's
+            # own are -32768..-32000: ours are in neither.
+            assert not -32768 <= code <= -32000, (kind, code)
+    assert ACP_CODES[ErrorKind.CHECKPOINT_CONFLICT] != ACP_CODES[ErrorKind.SESSION_NOT_FOUND]
 
 
 def test_what_describe_says():
@@ -124,7 +147,8 @@ def test_the_callers_mistakes_keep_their_codes():
         assert to_request_error(exc).code == -32602
         assert to_wire(exc).message == str(exc) == str(to_request_error(exc))
     assert to_wire(errors.SessionNotFound("s")).code == -32001
-    assert to_request_error(errors.SessionNotFound("s")).code == -32001
+    # ACP's own -32002 "Resource not found" (the SDKs read it as an unknown session).
+    assert to_request_error(errors.SessionNotFound("s")).code == -32002
 
 
 # A bug planted in a real process: SessionService.list raises a plain ValueError

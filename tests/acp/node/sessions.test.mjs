@@ -116,7 +116,7 @@ test("session/list lists the stored sessions, filtered by cwd", async () => {
   }
 });
 
-test("an unknown session id is a JSON-RPC error (-32001, or invalid params)", async () => {
+test("an unknown session id is a JSON-RPC error (-32002, or invalid params)", async () => {
   const dir = scratch();
   try {
     const errors = await withAgent(dir, { steps: [] }, async (ctx) => {
@@ -148,12 +148,45 @@ test("an unknown session id is a JSON-RPC error (-32001, or invalid params)", as
     assert.match(malformed.message, /session id/);
     for (const [method, error] of Object.entries(failures)) {
       assert.ok(
-        error.code === -32001 || error.code === -32602,
+        error.code === -32002 || error.code === -32602,
         `${method}: code ${error.code} (${error.message})`,
       );
       assert.match(error.message, /no-such-session|session/i, method);
     }
     assert.deepEqual(listAfterwards.sessions, []);
+  } finally {
+    dir.remove();
+  }
+});
+
+test("session/close and session/delete of an unknown session resolve: the SDK reads -32002 as done", async () => {
+  const dir = scratch();
+  try {
+    const result = await withAgent(dir, { steps: [{ text: "ok" }] }, async (ctx, rec, initialized) => {
+      const sid = await newSession(ctx, dir);
+      await say(ctx, sid, "hello");
+      const deleted = await ctx.request(methods.agent.session.delete, { sessionId: sid });
+      const listed = await ctx.request(methods.agent.session.list, {});
+      // Both idempotent in the SDK: closing or deleting what is not there is done.
+      const closedUnknown = await ctx.request(methods.agent.session.close, { sessionId: "no-such-session" });
+      const deletedAgain = await ctx.request(methods.agent.session.delete, { sessionId: sid });
+      const errors = rec.wire.filter((m) => "error" in m).map((m) => m.error);
+      return { initialized, deleted, listed, closedUnknown, deletedAgain, errors };
+    });
+
+    assert.deepEqual(result.initialized.agentCapabilities.sessionCapabilities.delete, {});
+    assert.deepEqual(result.deleted, {});
+    assert.deepEqual(result.listed.sessions, []);
+    assert.deepEqual(result.closedUnknown, {});
+    assert.deepEqual(result.deletedAgain, {});
+    // What the agent answered under the SDK's success: ACP's "Resource not found".
+    assert.deepEqual(
+      result.errors.map((e) => [e.code, e.data]),
+      [
+        [-32002, { error: "SessionNotFound" }],
+        [-32002, { error: "SessionNotFound" }],
+      ],
+    );
   } finally {
     dir.remove();
   }

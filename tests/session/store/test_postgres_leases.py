@@ -170,7 +170,7 @@ async def test_a_holder_fenced_off_mid_turn_writes_nothing_after_the_next(tmp_pa
     assert_a_closed_then_b(events)
     assert not any("A ran" in getattr(e, "output", "") for e in events)
     assert error_code(lost.value) == ErrorCode.LEASE_LOST == -32013
-    assert to_request_error(lost.value).code == -32013  # ACP: the same code
+    assert to_request_error(lost.value).code == -31013  # ACP: ours, outside ACP's range
 
 
 async def test_a_holder_that_lost_its_lease_stops_its_turn_at_once(tmp_path, ws, database):
