@@ -5,6 +5,8 @@ say the failing key is the gateway's upstream one."""
 
 from __future__ import annotations
 
+import pytest
+
 from agent_host.session.providers import ModelAuthError, ModelConfigError, open_provider
 
 from .conftest import FAKE_KEY
@@ -49,12 +51,25 @@ async def test_litellm_upstream_401_keeps_its_message_and_blames_no_key_of_ours(
     assert len(server.received) == 1
 
 
-async def test_litellm_plain_401_blames_our_key_and_keeps_its_message(serve):
-    server = serve(json_response(401, PLAIN_INVALID_KEY))
+# The proxy's own refusals of the key we sent (litellm/proxy/auth's wording).
+OUR_KEY_REFUSED = [
+    "invalid api key",
+    "Authentication Error, Invalid proxy server token passed. key=88dc28d0f030c55e, "
+    "not found in db. Create key via `/key/generate` call.",
+    "key not allowed to access model. This key can only access models=['gpt']. "
+    "Tried to access coder",
+]
+
+
+@pytest.mark.parametrize("message", OUR_KEY_REFUSED)
+async def test_litellm_401_for_our_key_blames_it_and_keeps_the_message(serve, message):
+    body = {"error": {**PLAIN_INVALID_KEY["error"], "message": message}}
+    server = serve(json_response(401, body))
     _, err = await collect_until_error(proxy_for(server))
     assert isinstance(err, ModelAuthError)
     text = str(err)
-    assert f"the API key was rejected by {server.url} (401) -- invalid api key" in text, text
+    assert f"the API key was rejected by {server.url} (401) -- {message}" in text, text
+    assert "the gateway at" not in text, text
     assert "set LITELLM_PROXY_API_KEY to a key the proxy accepts" in text, text
     assert "in the environment agent-host starts in" in text, text
     assert_no_key(err)
