@@ -13,6 +13,9 @@ from acp import schema as s
 from ..session.providers.errors import no_key
 from ..session.providers.registry import PROVIDERS
 
+AUTH_REQUIRED = -32000
+"""ACP's "authentication required"."""
+
 KEYS = {p.prefix: p.key_variable for p in PROVIDERS if p.key_required and p.key_variable}
 """Providers whose key the agent reads from its environment (others need none or
 take it from their own variables, checked when the provider is opened)."""
@@ -50,10 +53,6 @@ def authenticate(model: str, method_id: str) -> None:
         "`agent-host acp` (the agent cannot read it from the editor), then restart the agent",
         {"method": method_id},
     )
-
-
-AUTH_REQUIRED = -32000
-"""ACP's "authentication required"."""
 
 
 def require_key(model: str) -> None:
