@@ -26,6 +26,17 @@ LITELLM_UPSTREAM_REVOKED = {
         "code": "401",
     }
 }
+LITELLM_1_110_UPSTREAM_REVOKED = {
+    "error": {
+        # what litellm 1.110.2's proxy answered, seen in front of a loopback upstream
+        "message": "litellm.AuthenticationError: AuthenticationError: OpenAIException - "
+        "upstream key revoked\n\nLiteLLM: model group 'coder' failed with the error above. "
+        "No fallback was attempted.",
+        "type": "authentication_error",
+        "param": None,
+        "code": "401",
+    }
+}
 PLAIN_INVALID_KEY = {
     "error": {"message": "invalid api key", "type": "auth_error", "param": "None", "code": "401"}
 }
@@ -36,14 +47,15 @@ def proxy_for(server, **kwargs):
     return open_provider("litellm_proxy/coder", base_url=server.url, max_retries=0, **kwargs)
 
 
-async def test_litellm_upstream_401_keeps_its_message_and_blames_no_key_of_ours(serve):
-    server = serve(json_response(401, LITELLM_UPSTREAM_REVOKED))
+@pytest.mark.parametrize("body", [LITELLM_UPSTREAM_REVOKED, LITELLM_1_110_UPSTREAM_REVOKED])
+async def test_litellm_upstream_401_keeps_its_message_and_blames_no_key_of_ours(serve, body):
+    server = serve(json_response(401, body))
     _, err = await collect_until_error(proxy_for(server))
     assert isinstance(err, ModelAuthError)
     text = str(err)
     assert f"the gateway at {server.url} answered 401: litellm.AuthenticationError" in text, text
     assert "OpenAIException - upstream key revoked" in text, text
-    assert "Model Group=coder" in text, text
+    assert "coder" in text, text
     assert "not the key agent-host sent" in text, text
     assert "LITELLM_PROXY_API_KEY" not in text and "was rejected" not in text, text
     assert UPSTREAM_KEY not in text
