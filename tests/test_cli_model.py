@@ -4,9 +4,11 @@ explicit choice wins for the turn, and the session keeps it."""
 from __future__ import annotations
 
 import json
+import os
 
 from agent_host.session import open_store
 from agent_host.session.events import Usage, UserPrompt
+from agent_host.session.providers.registry import PROVIDER_KEYS
 
 from .test_cli import agent_host, common, only_session, project, script, store  # noqa: F401
 
@@ -59,3 +61,13 @@ def test_history_json_is_unchanged_by_a_model_switch(tmp_path, project, store, s
     assert shown.returncode == 0, shown.stderr
     messages = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [m["content"] for m in messages] == ["one", "a", "two", "b"]
+
+
+def test_run_without_the_models_key_names_the_variable(tmp_path, project, store):  # noqa: F811
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEYS}
+    done = agent_host("run", "hi", *common(store, project, "openai/gpt-4.1-mini"), env=env)
+    assert done.returncode != 0
+    assert (
+        "No API key for openai/gpt-4.1-mini: set OPENAI_API_KEY in the environment "
+        "agent-host starts in"
+    ) in " ".join(done.stderr.split()), done.stderr

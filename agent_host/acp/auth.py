@@ -10,7 +10,11 @@ import os
 from acp import RequestError
 from acp import schema as s
 
+from ..session.providers.errors import no_key
 from ..session.providers.registry import PROVIDERS
+
+AUTH_REQUIRED = -32000
+"""ACP's "authentication required"."""
 
 KEYS = {p.prefix: p.key_variable for p in PROVIDERS if p.key_required and p.key_variable}
 """Providers whose key the agent reads from its environment (others need none or
@@ -44,7 +48,7 @@ def authenticate(model: str, method_id: str) -> None:
     if name is None:
         return  # the key is there: nothing to do
     raise RequestError(
-        -32000,
+        AUTH_REQUIRED,
         f"{name} is not set in agent-host's environment: set it where the editor starts "
         "`agent-host acp` (the agent cannot read it from the editor), then restart the agent",
         {"method": method_id},
@@ -52,7 +56,9 @@ def authenticate(model: str, method_id: str) -> None:
 
 
 def require_key(model: str) -> None:
-    """ACP's "authentication required" when the model cannot run for want of a key."""
+    """ACP's "authentication required" when the model cannot run for want of a key,
+    its message naming the variable and where to set it: editors show the message
+    (agent-shell: "Error (-32000) <message>") and hide ``data``."""
     name = missing_key(model)
     if name is not None:
-        raise RequestError.auth_required({"missing": name, "model": model})
+        raise RequestError(AUTH_REQUIRED, no_key(model, name), {"missing": name, "model": model})

@@ -183,3 +183,25 @@ async def test_a_model_without_its_key_asks_for_authentication(tmp_path, workspa
         assert refused.value.code == -32000
         with pytest.raises(acp.RequestError, match="OPENAI_API_KEY is not set"):
             await conn.authenticate(method_id=method.id)
+
+
+async def test_a_missing_key_s_error_message_names_the_variable(tmp_path, workspace):
+    # Editors show the error's message, not its data (agent-shell: "Error (-32000)
+    # <message> [Details]"): the message itself says what to set and where.
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    command = ["-m", "agent_host", "acp", "--model", "openai/gpt-4.1-mini",
+               "--store", str(tmp_path / "store")]  # fmt: skip
+    async with acp.spawn_agent_process(
+        RecordingClient(), sys.executable, *command, cwd=workspace, env=env
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        with pytest.raises(acp.RequestError) as refused:
+            await conn.new_session(cwd=str(workspace))
+    error = refused.value
+    assert error.code == -32000
+    assert str(error).startswith(
+        "No API key for openai/gpt-4.1-mini: set OPENAI_API_KEY in the environment "
+        "agent-host starts in"
+    ), str(error)
+    assert "`agent-host acp`" in str(error)
+    assert error.data == {"missing": "OPENAI_API_KEY", "model": "openai/gpt-4.1-mini"}

@@ -184,3 +184,27 @@ async def test_model_error_is_actionable(agents, tmp_path):
     history = await request(client, "session/history", {"sessionId": sid})
     assert [m["content"] for m in history["messages"]] == ["one", "The only step.", "two"]
     assert (await request(client, "session/resume", {"sessionId": sid}))["turns"] == 2
+
+
+async def test_a_missing_key_names_the_variable_in_the_message(
+    tmp_path, workspace, store_dir, monkeypatch
+):
+    from agent_host.session.providers.registry import PROVIDER_KEYS
+
+    from .conftest import start_agent, stop_agent
+
+    for name in PROVIDER_KEYS:  # the server inherits the test's environment
+        monkeypatch.delenv(name, raising=False)
+    client = await start_agent(root=workspace, store=store_dir, model="openai/gpt-4.1-mini")
+    try:
+        with pytest.raises(JsonRpcException) as caught:
+            await request(client, "session/send", {"prompt": "hi"})
+    finally:
+        await stop_agent(client)
+    error = caught.value
+    assert error.code == MODEL_ERROR
+    assert_clean_error(error)
+    assert error.message.startswith(
+        "No API key for openai/gpt-4.1-mini: set OPENAI_API_KEY in the environment "
+        "agent-host starts in"
+    ), error.message

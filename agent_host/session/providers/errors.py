@@ -10,11 +10,31 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
 from ..errors import ModelError
 from ..redaction import SECRETS
+
+KEY_PLACES = (
+    "in the environment agent-host starts in (for an editor: the environment it starts "
+    "`agent-host acp` or `agent-host serve` in, then restart the agent; the agent cannot read "
+    "it from the editor), or pass api_key= to AgentHost"
+)
+"""Where a model's key can be given: the CLI, both dialects and the editors read it
+only from the environment; the Python API takes it as an argument too."""
+
+
+def set_key(variable: str, to: str = "") -> str:
+    """``set OPENAI_API_KEY [to <to>] in the environment agent-host starts in (...)``."""
+    return f"set {variable}{f' to {to}' if to else ''} {KEY_PLACES}"
+
+
+def no_key(model: str, variable: str) -> str:
+    """The message for a model whose key is missing, naming the variable and where
+    to set it (the same words in the CLI, both dialects and ACP's -32000)."""
+    return f"No API key for {model}: {set_key(variable)}"
 
 
 class ModelConfigError(ModelError):
@@ -76,7 +96,7 @@ class Endpoint:
     """The model name as the API sees it (without the prefix)."""
     base_url: str
     key_hint: str
-    """What to do when the key is rejected, e.g. ``set OPENAI_API_KEY (or pass api_key)``."""
+    """What to do when the key is rejected, e.g. ``set OPENAI_API_KEY ... to a valid key``."""
     timeout: float
     """The idle bound: seconds the model may send nothing meaningful (the first
     token included); keep-alives and pings do not count."""
@@ -90,6 +110,24 @@ class Endpoint:
         # Known to the process's registry, every output masks them, not only our messages.
         SECRETS.add_all(self.secrets)
         SECRETS.add_url(self.base_url)
+
+    @property
+    def gateway(self) -> bool:
+        """Whether the URL is something in front of the model's vendor (a LiteLLM
+        proxy, an OpenAI-compatible server), which holds keys of its own."""
+        if self.provider == "litellm_proxy":
+            return True
+        host = urlsplit(self.base_url).hostname or ""
+        return host not in _VENDOR_HOSTS
+
+
+_VENDOR_HOSTS = {"api.openai.com", "api.anthropic.com"}
+# What a gateway's 401/403 says when the key that failed is its upstream's, not
+# ours: LiteLLM names the upstream's exception ("OpenAIException - ...") and the
+# model group; others say "upstream" or "provider".
+_UPSTREAM_SIGNS = re.compile(
+    r"upstream|\b[A-Z]\w*Exception\b|model[ _]group|\bprovider\b", re.IGNORECASE
+)
 
 
 # Shapes of API keys that may come back in a server's error text even when it is
@@ -211,8 +249,16 @@ def _classify_status(
     status: int, detail: str, endpoint: Endpoint, retried: str, exc: BaseException
 ) -> tuple[type[ModelError], str]:
     url = endpoint.base_url
+    if status in (401, 403) and endpoint.gateway and _upstream_rejected(exc):
+        said = f": {detail.removeprefix(' -- ')}" if detail else ""
+        return ModelAuthError, (
+            f"the gateway at {url} answered {status}{said} -- a key or access of the "
+            "gateway's own for its upstream failed (set in the gateway's configuration), "
+            "not the key agent-host sent: whoever runs the gateway must fix it"
+        )
     if status == 401:
-        return ModelAuthError, f"the API key was rejected by {url}; {endpoint.key_hint}"
+        hint = endpoint.key_hint
+        return ModelAuthError, f"the API key was rejected by {url} (401){detail}; {hint}"
     if status == 403:
         return ModelAuthError, (
             f"access to model {endpoint.model!r} was refused by {url} (403){detail}; "
@@ -238,6 +284,13 @@ def _classify_status(
     if status == 413:
         return ModelRequestRejected, f"the request is too large for {url} (413){detail}"
     return ModelRequestRejected, f"{url} rejected the request (HTTP {status}){detail}"
+
+
+def _upstream_rejected(exc: BaseException) -> bool:
+    """Whether a gateway's error body says the key or access that failed is its
+    upstream's (see _UPSTREAM_SIGNS)."""
+    message = _error_message(getattr(exc, "body", None))
+    return bool(message and _UPSTREAM_SIGNS.search(message))
 
 
 def _server_text(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ import attrs
 from ..model import ModelProvider
 from ..redaction import SECRETS
 from .anthropic_messages import AnthropicProvider
-from .errors import Endpoint, ModelConfigError
+from .errors import Endpoint, ModelConfigError, no_key, set_key
 from .openai_compat import OpenAICompatProvider
 from .scripted import open_scripted
 from .sdk import SDK_TIMEOUT_MARGIN, import_sdk, open_client
@@ -59,8 +59,8 @@ def open_openai(c: Connection) -> OpenAICompatProvider:
         c.name,
         openai.AsyncOpenAI,
         refusals=(openai.OpenAIError,),
-        refused=lambda _: f"{c.model}: no API key; set OPENAI_API_KEY or pass api_key",
-        key_hint="set OPENAI_API_KEY (or pass api_key) to a valid key for this base URL",
+        refused=lambda _: no_key(c.model, "OPENAI_API_KEY"),
+        key_hint=set_key("OPENAI_API_KEY", "a key valid for this base URL"),
         api_key=c.api_key,
         base_url=c.base_url,
         timeout=c.timeout,
@@ -82,7 +82,7 @@ def open_litellm_proxy(c: Connection) -> OpenAICompatProvider:
     # Always an explicit key, so the SDK never falls back to OPENAI_API_KEY and
     # sends an OpenAI key to a proxy; a proxy without auth accepts any.
     real_key = c.api_key or os.environ.get("LITELLM_PROXY_API_KEY")
-    hint = "set LITELLM_PROXY_API_KEY to a key the proxy accepts (or pass api_key)"
+    hint = set_key("LITELLM_PROXY_API_KEY", "a key the proxy accepts")
     secrets = (real_key,) if real_key else ()  # a placeholder is no secret to mask
     endpoint = c.endpoint("litellm_proxy", url, hint, secrets)
     return _open_compatible(c, endpoint, real_key or "no-key")
@@ -103,8 +103,8 @@ def open_anthropic(c: Connection) -> AnthropicProvider:
         # e.g. a credentials profile that is named but missing; the text names files,
         # not secrets
         return (
-            f"{c.model}: no usable Anthropic credentials: set ANTHROPIC_API_KEY "
-            f"(or pass api_key). The SDK said: {' '.join(SECRETS.mask(str(exc)).split())[:300]}"
+            f"No usable Anthropic credentials for {c.model}: {set_key('ANTHROPIC_API_KEY')}. "
+            f"The SDK said: {' '.join(SECRETS.mask(str(exc)).split())[:300]}"
         )
 
     client, endpoint = open_client(
@@ -113,7 +113,7 @@ def open_anthropic(c: Connection) -> AnthropicProvider:
         anthropic.AsyncAnthropic,
         refusals=(anthropic.AnthropicError, ValueError),
         refused=refused,
-        key_hint="set ANTHROPIC_API_KEY (or pass api_key) to a valid key for this base URL",
+        key_hint=set_key("ANTHROPIC_API_KEY", "a key valid for this base URL"),
         api_key=c.api_key,
         base_url=c.base_url,
         timeout=c.timeout,
