@@ -25,7 +25,7 @@ from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
 from ..session.errors import AgentHostError
 from ..session.providers.registry import EXAMPLE_MODELS
 from ..session.tasks import run_task
-from . import auth, commands, convert, extensions
+from . import auth, commands, convert, extensions, wire
 from .errors import answers, invalid_params
 from .port import AcpPort
 
@@ -300,9 +300,12 @@ class AcpAgent:
             await self.service.use_mcp_servers(session_id, configs)
 
     def _after_answer(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` once the current request is answered: the SDK queues the
-        answer before this task first runs, so a client knows the session by then."""
-        run_task(work, name="advertising the slash commands", keep=self._tasks)
+        """Run ``work`` once the current request's response is written: a client
+        knows the session it names before anything about it arrives. (Off our stdio
+        transport, as in-process, it is started now.)"""
+        name = "advertising the slash commands"
+        if not wire.after_response(work, name=name):
+            run_task(work, name=name, keep=self._tasks)
 
     async def close(self) -> None:
         for task in list(self._tasks):

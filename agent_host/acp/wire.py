@@ -23,6 +23,13 @@ and only here. :class:`StdioTransport` is one, over stdin and stdout:
 - the client gone -- stdin at its end, or stdout closed by the reader -- ends
   ``receive``, so the connection closes and ``serve_stdio`` shuts the sessions
   down; sends after that wait at most ``HANG_UP_GRACE`` for a blocked stdout.
+
+A handler may ask for work to run once its answer is written (:func:`after_response`):
+what a session/new announces about the new session must follow the response that
+names it, or a client that keys updates by the ids it knows drops them. The request
+a handler serves is known from a context variable set in ``receive``: the SDK starts
+each request's task right after ``receive`` returns it, and a task copies the
+context it was made in (a second SDK detail relied on, checked by the tests).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Coroutine
+from contextvars import ContextVar
 from typing import Any
 
 from ..jsonrpc.limits import LARGEST_MESSAGE, MAX_LIST_ITEMS
@@ -42,6 +51,7 @@ from ..jsonrpc.messages import (
     is_id,
     overlong_array,
 )
+from ..session.tasks import run_task
 from .errors import bounded_error
 from .extensions import UNROUTED
 from .redacting import masked_line
@@ -52,6 +62,23 @@ CHUNK = 1 << 20
 HANG_UP_GRACE = 5.0
 """Seconds a send may wait for stdout once the client is gone (stdin ended)."""
 _TOO_LONG = object()
+
+_ANSWERING: ContextVar[tuple[StdioTransport, int | str] | None] = ContextVar(
+    "acp_answering", default=None
+)
+"""The transport and id of the request this task serves (None: no request)."""
+
+
+def after_response(work: Coroutine[Any, Any, None], *, name: str) -> bool:
+    """Run ``work`` once the response to the request being served is written; never
+    when it is an error or the client is gone. False (``work`` untouched) outside a
+    request of a :class:`StdioTransport`."""
+    answering = _ANSWERING.get()
+    if answering is None:
+        return False
+    transport, msg_id = answering
+    transport._after.setdefault(msg_id, []).append((work, name))
+    return True
 
 
 class _Stdout(asyncio.BaseProtocol):
@@ -97,6 +124,9 @@ class StdioTransport:
         """The client is gone: stdout failed. ``receive`` ends."""
         self._ending = False
         """stdin ended or the connection closes: sends no longer wait for long."""
+        self._after: dict[int | str, list[tuple[Coroutine[Any, Any, None], str]]] = {}
+        """Work to start once the response to a request id is written."""
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- the SDK's Transport
 
@@ -115,9 +145,30 @@ class StdioTransport:
                 continue
             message = await self._message(line)
             if message is not None:
+                # The SDK makes the request's task from this context: it inherits this.
+                is_request = "method" in message and is_id(message.get("id"))
+                _ANSWERING.set((self, message["id"]) if is_request else None)
                 return message
 
     async def send(self, message: dict[str, Any]) -> None:
+        after = None
+        if "method" not in message and is_id(message.get("id")):
+            after = self._after.pop(message["id"], None)
+        try:
+            await self._write(message)
+        finally:
+            if after:
+                self._start(after, answered="result" in message and not self._gone.is_set())
+
+    def _start(self, after: list[tuple[Coroutine[Any, Any, None], str]], answered: bool) -> None:
+        """Start what waited for a response (written by now: later writes follow it)."""
+        for work, name in after:
+            if answered:
+                run_task(work, name=name, keep=self._tasks)
+            else:
+                work.close()
+
+    async def _write(self, message: dict[str, Any]) -> None:
         if self._gone.is_set():
             return  # the connection is ending: nobody reads this any more
         if isinstance(message.get("error"), dict):
@@ -140,6 +191,11 @@ class StdioTransport:
 
     async def close(self) -> None:
         self._ending = True
+        for after in self._after.values():
+            self._start(after, answered=False)
+        self._after.clear()
+        for task in list(self._tasks):
+            task.cancel()
         if self._pipe.is_closing():
             return  # lost already: the reader closed stdout
         if self._gone.is_set():
