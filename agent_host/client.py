@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from . import __version__
 from .rpc import methods
 from .server.protocol import plain_params_converter
 from .session.errors import AgentHostError
+from .session.providers.limits import SETTINGS as LIMIT_SETTINGS
 
 log = logging.getLogger(__name__)
 
@@ -93,17 +94,14 @@ class AgentClient:
         command: list[str] | None = None,
         mcp_servers: list[dict[str, Any]] | None = None,
         shell_environment: dict[str, Any] | None = None,
-        model_timeout: float | None = None,
-        model_total_timeout: float | None = None,
+        model_limits: Mapping[str, Any] | None = None,
     ) -> None:
-        given = {
-            "store": store,
-            "model": model,
-            "approval": approval,
-            "modelTimeout": model_timeout,
-            "modelTotalTimeout": model_total_timeout,
-        }
+        given = {"store": store, "model": model, "approval": approval}
         self.options: dict[str, Any] = {k: v for k, v in given.items() if v}
+        for setting in LIMIT_SETTINGS:  # AgentHost's model_* arguments, by their wire names
+            value = (model_limits or {}).get(setting.option)
+            if value is not None:
+                self.options[setting.wire] = value
         if mcp_servers:
             self.options["mcpServers"] = mcp_servers
         if shell_environment is not None:

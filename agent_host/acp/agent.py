@@ -23,6 +23,9 @@ from ..service import SessionService
 from ..session.approval import APPROVALS
 from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
 from ..session.errors import AgentHostError
+from ..session.providers import limits
+from ..session.providers.errors import ModelConfigError
+from ..session.providers.limits import SETTINGS as LIMIT_SETTINGS
 from ..session.providers.registry import EXAMPLE_MODELS
 from ..session.tasks import run_task
 from . import auth, commands, convert, extensions, wire
@@ -92,7 +95,9 @@ class AcpAgent:
 
     def _configure(self, options: object) -> None:
         """``_meta["agent-host"]`` of initialize: ``shellEnvironment``, the policy of
-        every session's commands, terminals and MCP servers (over ``--shell-env``)."""
+        every session's commands, terminals and MCP servers (over ``--shell-env``);
+        the model time limits ``modelFirstByteTimeout``, ``modelTimeout``,
+        ``modelTotalTimeout``, ``modelRetries`` (over the flags)."""
         if options is None:
             return
         where = f'_meta["{META_KEY}"]'
@@ -106,6 +111,22 @@ class AcpAgent:
             except ShellEnvironmentError as exc:
                 raise invalid_params(exc.field, str(exc).removeprefix(exc.field).strip()) from None
             self.service.set_shell_environment(policy)
+        self._configure_limits(options, where)
+
+    def _configure_limits(self, options: dict[str, Any], where: str) -> None:
+        given = {s.option: options[s.wire] for s in LIMIT_SETTINGS if s.wire in options}
+        if not given:
+            return
+        for setting in LIMIT_SETTINGS:  # checked here, so the error names the key
+            if setting.option in given:
+                try:
+                    limits.parse(setting, given[setting.option], setting.wire)
+                except ModelConfigError as exc:
+                    field = f"{where}.{setting.wire}"
+                    problem = str(exc).removeprefix(setting.wire).lstrip(": ")
+                    raise invalid_params(field, problem) from None
+        # Those not named keep what the flags said.
+        self.service.set_model_limits({**self.service.model_limits(), **given})
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> s.AuthenticateResponse:
         auth.authenticate(self.service.model, method_id)

@@ -22,7 +22,7 @@ from acp.helpers import update_agent_message_text, update_agent_thought_text
 from ..session import events as ev
 from ..session.approval import Decision, PermissionRequest
 from ..session.compaction import CompactionProgress
-from ..session.model import TextDelta
+from ..session.model import ModelWait, TextDelta
 from ..session.workspace import DiskWorkspace, Workspace
 from .client_files import ClientWorkspace
 from .errors import CLIENT_FAILURES
@@ -115,6 +115,9 @@ class AcpPort:
             return await self._usage(session_id, update)
         elif isinstance(update, CompactionProgress):
             return update_agent_thought_text(f"Compacting the conversation: {update.stage}\n")
+        elif isinstance(update, ModelWait):
+            # A thought: every client shows it as the agent's, none keeps it as the answer.
+            return update_agent_thought_text(f"{update.message}\n")
         elif type(update).__name__ == "McpServerStatus":
             # (by name: the MCP package stays unimported until a session uses it)
             return self._mcp_status(update)

@@ -31,10 +31,10 @@ class AcpOptions:
     """From --mcp-config: every session's, unless the client names its own."""
     shell_environment: Mapping[str, Any] | None = None
     """From --shell-env: the environment policy (initialize's _meta may replace it)."""
-    model_timeout: float | None = None
-    """From --model-timeout: the idle bound on a model call (None: 120 s)."""
-    model_total_timeout: float | None = None
-    """From --model-total-timeout: the bound on a whole model call (None: 1200 s)."""
+    model_limits: Mapping[str, Any] = attrs.field(factory=dict)
+    """From --model-first-byte-timeout, --model-timeout, --model-total-timeout and
+    --model-retries: AgentHost's ``model_*`` arguments (None or missing: the
+    environment's, else the default; initialize's _meta may replace them)."""
 
 
 async def serve_stdio(options: AcpOptions) -> None:
@@ -53,8 +53,7 @@ async def serve_stdio(options: AcpOptions) -> None:
         roots=[Path.cwd()],
         mcp_servers=list(options.mcp_servers) or None,
         shell_environment=options.shell_environment,
-        model_timeout=options.model_timeout,
-        model_total_timeout=options.model_total_timeout,
+        **options.model_limits,
     )
     port.service = service
     agent = AcpAgent(service, port)

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..session.redaction import mask
+from .parser_limits import limits_of
 
 
 def make_client(args: argparse.Namespace, **kw: Any) -> Any:
@@ -22,8 +23,7 @@ def make_client(args: argparse.Namespace, **kw: Any) -> Any:
         workspace=getattr(args, "workspace", None),
         verbose=args.verbose,
         mcp_servers=getattr(args, "mcp_servers", None),
-        model_timeout=getattr(args, "model_timeout", None),
-        model_total_timeout=getattr(args, "model_total_timeout", None),
+        model_limits=limits_of(args),
         on_message=lambda text: print(mask(text), file=sys.stderr),
         **kw,
     )

@@ -11,6 +11,7 @@ import sys
 from typing import BinaryIO, cast
 
 from .exit_codes import EXIT_OK
+from .parser_limits import limits_of
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -63,8 +64,7 @@ async def acp(args: argparse.Namespace) -> int:
         approval=args.approval,
         mcp_servers=args.mcp_servers,
         shell_environment=args.shell_environment,
-        model_timeout=args.model_timeout,
-        model_total_timeout=args.model_total_timeout,
+        model_limits=limits_of(args),
     )
     await serve_stdio(options)
     return EXIT_OK

@@ -11,6 +11,7 @@ from ..session import default_store_url
 from ..session.approval import APPROVALS
 from ..session.providers.registry import DEFAULT_MODEL, SUPPORTED_FORMS
 from .local_commands import acp, check_acp, demo, schema, serve
+from .parser_limits import add_limit_flags
 from .run import check_run, run
 from .session_commands import checkpoints, compact, delete, history, restore, undo_restore
 from .store_commands import gc, sessions
@@ -24,15 +25,6 @@ SHELL_ENV_HELP = (
     "*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* and the model keys): JSON "
     '{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME: value}}'
 )
-
-
-def seconds(text: str) -> float:
-    """A positive, finite number of seconds (argparse turns the ValueError into a
-    usage error naming the option)."""
-    value = float(text)
-    if not 0 < value < 1e9:
-        raise ValueError(text)
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,19 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(MODEL_ENV) or None,
         help=f"one of: {'; '.join(SUPPORTED_FORMS)} (default ${MODEL_ENV}, else {DEFAULT_MODEL})",
     )
-    model.add_argument(
-        "--model-timeout",
-        type=seconds,
-        metavar="SECONDS",
-        help="how long a model call may send nothing but keep-alives, the first token "
-        "included, before the turn fails (default 120)",
-    )
-    model.add_argument(
-        "--model-total-timeout",
-        type=seconds,
-        metavar="SECONDS",
-        help="how long one model call may take in all, retries included (default 1200)",
-    )
+    add_limit_flags(model)
     session_folder = argparse.ArgumentParser(add_help=False)
     session_folder.add_argument(
         "--workspace",

@@ -72,6 +72,9 @@ class TextPrinter(TurnPrinter):
             self._line(f"  {verb} {data.get('path')}")
         elif kind == "compaction_progress" and data.get("stage") == "done":
             self._line(f"  [compacted the conversation: {data.get('message', '')}]")
+        elif kind == "model_wait":
+            self.pause()
+            print(f"agent-host: {data.get('message', '')}", file=sys.stderr, flush=True)
         elif kind == "mcp_server" and data.get("state") in ("failed", "restarted"):
             # On stderr, like the summary: the answer on stdout stays the answer.
             self.pause()

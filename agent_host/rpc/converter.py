@@ -75,6 +75,16 @@ def make_converter() -> cattrs.Converter:
         return value
 
     converter.register_structure_hook_func(lambda t: t == dict[str, Any], structure_dict)
+
+    def structure_limit(value: Any, _: type) -> Any:
+        # A model time limit: checked by the engine, which names the setting.
+        if value is None or isinstance(value, (int, float, str, dict)):
+            return value
+        raise TypeError(f"expected a number, a string or an object, got {_json_type(value)}")
+
+    converter.register_structure_hook_func(
+        lambda t: t == (float | str | dict[str, float] | None), structure_limit
+    )
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is list, lambda t: _list_structure(converter, t)
     )

@@ -9,10 +9,10 @@ result (``$ref`` into ``$defs``), its direction, whether it is a request or a
 notification, and its description; plus ``eventData``: the ``data`` of each
 ``session/event`` kind.
 
-``agent-host schema`` prints it. Nothing here is written by hand except the three
+``agent-host schema`` prints it. Nothing here is written by hand except the
 ``session/event`` kinds that are not log events (``text_delta``,
-``compaction_progress`` and ``mcp_server``); the tests validate real server output
-against it.
+``compaction_progress``, ``model_wait``, ``session_changed`` and ``mcp_server``);
+the tests validate real server output against it.
 """
 
 from __future__ import annotations
@@ -49,6 +49,22 @@ _EXTRA_EVENT_DATA: dict[str, dict[str, Any]] = {
         "description": "A compaction (session/compact or automatic) moving on.",
         "properties": {"stage": {"type": "string"}, "message": {"type": "string"}},
         "required": ["stage", "message"],
+    },
+    "model_wait": {
+        "type": "object",
+        "description": "A model call still waits for its answer (retryIn null), or did not "
+        "get one within the first-byte bound and will try again in retryIn seconds. Not "
+        "logged. The message is what to show: 'no answer from openai/gpt-4.1 in 15 s; "
+        "retry 1 of 2 in 0.5 s'.",
+        "properties": {
+            "model": {"type": "string"},
+            "waited": {"type": "number"},
+            "attempt": {"type": "integer", "minimum": 1},
+            "attempts": {"type": "integer", "minimum": 1},
+            "retryIn": {"type": ["number", "null"]},
+            "message": {"type": "string"},
+        },
+        "required": ["model", "waited", "attempt", "attempts", "retryIn", "message"],
     },
     "session_changed": {
         "type": "object",

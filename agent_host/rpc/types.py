@@ -14,6 +14,9 @@ import attrs
 from ..service import ContextItem
 from ..session.approval import Approval, Decision
 
+ModelLimit = float | str | dict[str, float] | None
+"""A model time limit: a number, or per provider (checked by the engine)."""
+
 StopReason = Literal["end_turn", "cancelled", "max_turns", "refusal", "max_tokens", "error"]
 
 
@@ -37,11 +40,22 @@ class InitializationOptions:
     ``{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME:
     value}}``. Default: all of it but names like ``*KEY*``, ``*TOKEN*``,
     ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*`` and the model providers' keys."""
-    model_timeout: float | None = None
+    model_first_byte_timeout: ModelLimit = None
+    """Seconds one attempt at a model call may wait for the response to begin before
+    it is retried (and the user told). A number, or per provider: ``{"*": 15,
+    "ollama": 90}`` or ``"15,ollama=90"``. Default 15 (ollama 50); with the retries,
+    a stalled endpoint is an error within 60 s. Unset: AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT."""
+    model_timeout: ModelLimit = None
     """Seconds a model call may send nothing but keep-alives (the first token
-    included) before the turn fails with a model timeout. Default 120."""
-    model_total_timeout: float | None = None
-    """Seconds one model call may take in all, retries included. Default 1200."""
+    included) before the turn fails with a model timeout. Default 120 (unset:
+    AGENT_HOST_MODEL_TIMEOUT); per provider as for modelFirstByteTimeout."""
+    model_total_timeout: ModelLimit = None
+    """Seconds one model call may take in all, retries included. Default 1200 (unset:
+    AGENT_HOST_MODEL_TOTAL_TIMEOUT); per provider as for modelFirstByteTimeout."""
+    model_retries: ModelLimit = None
+    """How many times a model call that failed before answering is tried again.
+    Default 2 (ollama 0; unset: AGENT_HOST_MODEL_RETRIES); per provider as for
+    modelFirstByteTimeout."""
 
 
 @attrs.define

@@ -33,7 +33,8 @@ from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.environment import ShellEnvironmentError
-from ..session.model import TextDelta
+from ..session.model import ModelWait, TextDelta
+from ..session.providers.limits import SETTINGS as LIMIT_SETTINGS
 from ..session.providers.registry import DEFAULT_MODEL
 from ..session.redaction import warm
 from ..session.workspace import DiskWorkspace, Workspace
@@ -117,6 +118,8 @@ class AgentServer(LanguageServer):
             kind, data = _event_kind(item), {camel(k): v for k, v in ev.to_dict(item).items()}
         elif isinstance(item, CompactionProgress):
             kind, data = "compaction_progress", {"stage": item.stage, "message": item.message}
+        elif isinstance(item, ModelWait):
+            kind, data = "model_wait", unstructure(item)
         elif isinstance(item, SessionChanged):
             kind, data = "session_changed", {"head": item.head}
         elif type(item).__name__ == "McpServerStatus":
@@ -203,8 +206,7 @@ def create_server() -> AgentServer:
                 roots=roots,
                 mcp_servers=options.mcp_servers,
                 shell_environment=options.shell_environment,
-                model_timeout=options.model_timeout,
-                model_total_timeout=options.model_total_timeout,
+                **{s.option: getattr(options, s.option) for s in LIMIT_SETTINGS},
                 create_unknown=True,  # the dialect's: an unknown id is an empty session
             )
         except ShellEnvironmentError as exc:

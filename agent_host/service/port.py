@@ -15,7 +15,7 @@ import attrs
 from ..session import events as ev
 from ..session.approval import Decision, PermissionRequest
 from ..session.compaction import CompactionProgress
-from ..session.model import TextDelta
+from ..session.model import ModelWait, TextDelta
 from ..session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -31,9 +31,12 @@ class SessionChanged:
     head: int
 
 
-Update: TypeAlias = "TextDelta | ev.Event | CompactionProgress | McpServerStatus | SessionChanged"
+Update: TypeAlias = (
+    "TextDelta | ev.Event | CompactionProgress | McpServerStatus | ModelWait | SessionChanged"
+)
 """What a running turn, compaction or restore tells the client: streamed text, an
-event as it is appended to the log, a compaction's progress, an MCP server's news;
+event as it is appended to the log, a compaction's progress, an MCP server's news,
+a model call still waiting for its answer or about to retry (not logged);
 and, between turns, a change another host made (SessionChanged)."""
 
 

@@ -18,7 +18,7 @@ import base64
 import binascii
 import builtins
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from ..session.errors import InvalidArgument, SessionNotFound
 from ..session.handle import SessionHandle
 from ..session.host import AgentHost, new_session_id
 from ..session.op_queue import Wait
+from ..session.providers.limits import BY_OPTION as MODEL_LIMIT_OPTIONS
 from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
 from ..session.session_folder import session_started
@@ -157,6 +158,19 @@ class SessionService:
                 **self._options,
             )
         return host
+
+    def model_limits(self) -> dict[str, Any]:
+        """The model time limits the hosts were given (AgentHost's ``model_*`` arguments)."""
+        return {k: v for k, v in self._options.items() if k in MODEL_LIMIT_OPTIONS}
+
+    def set_model_limits(self, options: Mapping[str, Any]) -> None:
+        """The model time limits (AgentHost's ``model_*`` arguments) of every host's
+        model calls from now on, made or to come; ModelConfigError for a bad one."""
+        for host in self._hosts.values():
+            host.set_model_limits(options)
+        for name in MODEL_LIMIT_OPTIONS:
+            self._options.pop(name, None)
+        self._options.update(options)
 
     def set_shell_environment(self, policy: EnvironmentPolicy) -> None:
         """The environment policy of every host's turns from now on, made or to come."""

@@ -82,6 +82,7 @@ async def compact_session(
         messages=[*older, {"role": "user", "content": ask}],
         purpose="compaction",
         step=state.assistant_messages,
+        on_wait=lambda wait: tell(state.listener, state.id, wait),
     )
     parts: list[str] = []
     usage: UsageReport | None = None

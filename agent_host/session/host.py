@@ -44,18 +44,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def model_bounds(idle: float | None, total: float | None) -> dict[str, float]:
-    """``open_provider``'s bounds from the host's settings (None: the default);
-    ModelConfigError for one that is not a positive number of seconds."""
-    bounds = {"timeout": idle, "total_timeout": total}
-    for name, value in (("model_timeout", idle), ("model_total_timeout", total)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9
-        ):
-            from .providers.errors import ModelConfigError
+def model_limits(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``open_provider``'s time limits from the host's arguments (``model_timeout``...:
+    None is unset), checked now: ModelConfigError names the argument, or the
+    environment variable, that is not a valid value."""
+    from .providers import limits
 
-            raise ModelConfigError(f"{name} must be a positive number of seconds, not {value!r}")
-    return {k: float(v) for k, v in bounds.items() if v is not None}
+    values = {limits.BY_OPTION[k].name: v for k, v in options.items()}
+    limits.given(values)
+    limits.from_environment()
+    keyword = {"timeout": "timeout", "total_timeout": "total_timeout", "retries": "max_retries"}
+    return {keyword.get(n, n): v for n, v in values.items() if v is not None}
 
 
 def new_session_id() -> str:
@@ -88,9 +87,15 @@ class AgentHost:
         capture_commands: bool = True,
         mcp_servers: McpConfigs | None = None,
         shell_environment: EnvironmentPolicy | Mapping[str, Any] | None = None,
-        model_timeout: float | None = None,
-        model_total_timeout: float | None = None,
+        model_first_byte_timeout: float | str | Mapping[str, float] | None = None,
+        model_timeout: float | str | Mapping[str, float] | None = None,
+        model_total_timeout: float | str | Mapping[str, float] | None = None,
+        model_retries: int | str | Mapping[str, int] | None = None,
     ) -> None:
+        """The model's time limits (``model_first_byte_timeout``, ``model_timeout``,
+        ``model_total_timeout``, ``model_retries``; see providers/limits.py) are a
+        number, or per provider ``"20,ollama=90"`` / ``{"*": 20, "ollama": 90}``;
+        None: the environment's ``AGENT_HOST_MODEL_*``, else the default."""
         self.persistent = sessions
         if not sessions:
             store = "memory:"
@@ -129,13 +134,26 @@ class AgentHost:
             endpoint={
                 "base_url": base_url,
                 "api_key": api_key,
-                **model_bounds(model_timeout, model_total_timeout),
+                **model_limits(
+                    {
+                        "model_first_byte_timeout": model_first_byte_timeout,
+                        "model_timeout": model_timeout,
+                        "model_total_timeout": model_total_timeout,
+                        "model_retries": model_retries,
+                    }
+                ),
             },
             roots=self.workspace.roots,
             blobs=self.store.blobs,
             capture_commands=capture_commands,
             mcp_servers=mcp_servers,
         )
+
+    def set_model_limits(self, options: Mapping[str, Any]) -> None:
+        """The model time limits (``model_first_byte_timeout``... as the constructor
+        takes them; those not named: the environment's, else the default) of the
+        model calls from now on. ModelConfigError for a bad value, naming it."""
+        self._resources.set_limits(model_limits(options))
 
     async def __aenter__(self) -> AgentHost:
         self._refuse_if_closed()

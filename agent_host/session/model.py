@@ -8,7 +8,7 @@ scripted -- speaks this, so the agent loop knows none of their wire formats.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -39,6 +39,29 @@ class ModelRequest:
     providers pick their step by it, so replays survive restarts and restores)."""
     purpose: Literal["turn", "compaction"] = "turn"
     max_output_tokens: int | None = None
+    on_wait: Callable[[ModelWait], Awaitable[None]] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
+    """Told while the call waits for its answer and before each retry (the engine
+    passes it on to the user; it is not logged)."""
+
+
+@attrs.frozen
+class ModelWait:
+    """A model call is still waiting for its answer, or is about to try again."""
+
+    model: str
+    """The full name, ``openai/gpt-4.1-mini``."""
+    waited: float
+    """Seconds this attempt has waited (at a retry: the first-byte bound it met)."""
+    attempt: int
+    """This attempt's number, from 1."""
+    attempts: int
+    """How many there may be: the retries and the first."""
+    retry_in: float | None = None
+    """Seconds until the next attempt; None while still waiting on this one."""
+    message: str = ""
+    """What the user reads: ``no answer from openai/gpt-4.1-mini yet (5 s)``."""
 
 
 @attrs.define

@@ -39,6 +39,7 @@ class HostResources:
         self._injected = provider
         self._endpoint = dict(endpoint)
         self._providers: dict[str, ModelProvider] = {}
+        self._retired: list[ModelProvider] = []
         self._roots = list(roots)
         self._blobs = blobs
         self._capture = capture_commands
@@ -48,6 +49,15 @@ class HostResources:
         self._session_mcp: dict[str, list[McpServerConfig]] = {}
         self._mcp: dict[str | None, McpServers] = {}
         """Started server sets: the host's (key None) and sessions' own."""
+
+    def set_limits(self, limits: Mapping[str, Any]) -> None:
+        """The model time limits (``open_provider``'s keywords) of the providers opened
+        from now on; those already open keep theirs until the host closes."""
+        for name in ("first_byte_timeout", "timeout", "total_timeout", "max_retries"):
+            self._endpoint.pop(name, None)
+        self._endpoint.update(limits)
+        self._retired.extend(self._providers.values())
+        self._providers.clear()
 
     def provider(self, model: str | None = None) -> ModelProvider:
         """The provider for ``model`` (default: the host's), opened once and kept.
@@ -116,7 +126,8 @@ class HostResources:
             await index.close()
         for servers in self._mcp.values():
             await servers.close()
-        for provider in [*self._providers.values(), *filter(None, [self._injected])]:
+        opened = [*self._providers.values(), *self._retired]
+        for provider in [*opened, *filter(None, [self._injected])]:
             await provider.close()
 
 

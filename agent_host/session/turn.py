@@ -168,6 +168,7 @@ class _Turn:
             messages=messages,
             tools=[*TOOL_SPECS, *await self._external_tools()],
             step=self.state.assistant_messages,
+            on_wait=self._report,
         )
         self.streaming = []
         calls: list[ToolCallRequest] = []
@@ -214,7 +215,8 @@ class _Turn:
         return [t.spec for t in tools]
 
     async def _report(self, status: object) -> None:
-        """An MCP server's news (failed, restarted) to the client."""
+        """An MCP server's news (failed, restarted), a model call's wait (ModelWait),
+        to the client; neither is logged."""
         await tell(self.state.listener, self.state.id, status)
 
     def _kind(self, name: str) -> ToolKind:

@@ -8,7 +8,11 @@ SDKs are imported only when a provider that needs them is opened (see :mod:`.sdk
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
 from ..model import ModelProvider
+from . import limits
 from .anthropic_messages import AnthropicProvider
 from .errors import (
     Endpoint,
@@ -22,6 +26,7 @@ from .errors import (
     ModelUnavailable,
     ScriptExhausted,
 )
+from .limits import Limits
 from .openai_compat import OpenAICompatProvider
 from .openers import OLLAMA_DEFAULT_URL, Connection
 from .registry import DEFAULT_MODEL, PROVIDERS, SUPPORTED_FORMS, Provider, provider_of
@@ -34,15 +39,21 @@ def open_provider(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    timeout: float = MODEL_TIMEOUT,
-    max_retries: int = 3,
-    total_timeout: float | None = MODEL_TOTAL_TIMEOUT,
+    timeout: LimitValue = None,
+    max_retries: LimitValue = None,
+    total_timeout: LimitValue = None,
+    first_byte_timeout: LimitValue = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ModelProvider:
     """The provider for ``model``. An explicit ``base_url``/``api_key`` wins over the
-    environment. ``timeout`` is the idle bound (seconds the model may send nothing
-    but keep-alives, the first token included), ``total_timeout`` the bound on a
-    whole call (None: none). Raises :class:`ModelConfigError` (a ModelError) when
-    it cannot be set up: unknown form, missing key, package or setting, bad script."""
+    environment. The time limits (see :mod:`.limits`): ``first_byte_timeout``
+    (seconds an attempt waits for the response to begin), ``timeout`` (the idle
+    bound: seconds the model may send nothing but keep-alives, the first token
+    included), ``total_timeout`` (a whole call), ``max_retries``; each a number, or
+    per provider (``"20,ollama=90"``, ``{"*": 20, "ollama": 90}``); None: the
+    environment's (``AGENT_HOST_MODEL_*``), else the provider's default. Raises
+    :class:`ModelConfigError` (a ModelError) when it cannot be set up: unknown form,
+    missing key, package or setting, bad script or limit."""
     row = provider_of(model)
     name = model.removeprefix(row.prefix) if row else ""
     if row is None or not name:
@@ -53,18 +64,25 @@ def open_provider(
                 f"use one of: {'; '.join(SUPPORTED_FORMS)}"
             )
         raise ModelConfigError(f"model {model!r} is not one of: {'; '.join(SUPPORTED_FORMS)}")
-    if not timeout > 0:
-        raise ModelConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if total_timeout is not None and not total_timeout > 0:
-        raise ModelConfigError(
-            f"total_timeout must be a positive number of seconds, not {total_timeout!r}"
-        )
-    if max_retries < 0:
-        raise ModelConfigError(f"max_retries must be 0 or more, not {max_retries!r}")
-    return row.open(Connection(model, name, base_url, api_key, timeout, max_retries, total_timeout))
+    explicit = limits.given(
+        {
+            "first_byte_timeout": first_byte_timeout,
+            "timeout": timeout,
+            "total_timeout": total_timeout,
+            "retries": max_retries,
+        },
+        names={"retries": "max_retries", "timeout": "timeout", "total_timeout": "total_timeout"},
+    )
+    scope = row.prefix.rstrip("/:")
+    resolved = limits.resolve(scope, explicit, limits.from_environment(environ), row.limits)
+    return row.open(Connection(model, name, base_url, api_key, resolved))
 
+
+LimitValue: TypeAlias = "float | str | Mapping[str, Any] | None"
+"""A time limit as given: a number, ``"20,ollama=90"`` or ``{"*": 20, "ollama": 90}``."""
 
 __all__ = [
+    "Limits",
     "DEFAULT_MODEL",
     "MODEL_TIMEOUT",
     "MODEL_TOTAL_TIMEOUT",

@@ -47,7 +47,7 @@ class AnthropicProvider(SdkProvider):
 
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         clock = StallClock(self.endpoint)
-        events = await clock.bounded(
+        events = await clock.request(
             self.client.messages.create(**request_kwargs(self.endpoint.model, request))
         )
         state = _Accumulated()

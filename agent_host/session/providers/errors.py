@@ -9,13 +9,16 @@ body and exception *type names* rather than by importing either SDK here.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import attrs
 
 from ..errors import ModelError
 from ..redaction import SECRETS
+
+if TYPE_CHECKING:
+    from .limits import Limits
 
 KEY_PLACES = (
     "in the environment agent-host starts in (for an editor: the environment it starts "
@@ -97,14 +100,25 @@ class Endpoint:
     base_url: str
     key_hint: str
     """What to do when the key is rejected, e.g. ``set OPENAI_API_KEY ... to a valid key``."""
-    timeout: float
-    """The idle bound: seconds the model may send nothing meaningful (the first
-    token included); keep-alives and pings do not count."""
-    max_retries: int
+    limits: Limits
+    """How long a call may wait and how often it is retried (see limits.py)."""
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     """Strings scrubbed from every message (the API key)."""
-    total_timeout: float | None = None
-    """Seconds one model call may take in all, retries included (None: no bound)."""
+
+    @property
+    def timeout(self) -> float:
+        """The idle bound: seconds the model may send nothing meaningful (the first
+        token included); keep-alives and pings do not count."""
+        return self.limits.timeout
+
+    @property
+    def max_retries(self) -> int:
+        return self.limits.retries
+
+    @property
+    def total_timeout(self) -> float:
+        """Seconds one model call may take in all, retries included."""
+        return self.limits.total_timeout
 
     def __attrs_post_init__(self) -> None:
         # Known to the process's registry, every output masks them, not only our messages.

@@ -59,7 +59,7 @@ class OpenAICompatProvider(SdkProvider):
         # chat messages need none of it, so they go in ``extra_body``, sent as given.
         kwargs["extra_body"] = {"messages": kwargs.pop("messages")}
         clock = StallClock(self.endpoint)
-        chunks = await clock.bounded(self.client.chat.completions.create(messages=[], **kwargs))
+        chunks = await clock.request(self.client.chat.completions.create(messages=[], **kwargs))
         state = _Accumulated()
         try:
             async for chunk in interruptible(chunks, clock, _says_something):

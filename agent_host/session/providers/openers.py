@@ -14,9 +14,10 @@ from ..model import ModelProvider
 from ..redaction import SECRETS
 from .anthropic_messages import AnthropicProvider
 from .errors import Endpoint, ModelConfigError, no_key, set_key
+from .limits import Limits
 from .openai_compat import OpenAICompatProvider
 from .scripted import open_scripted
-from .sdk import SDK_TIMEOUT_MARGIN, import_sdk, open_client
+from .sdk import import_sdk, open_client, sdk_timeout
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 
@@ -33,23 +34,11 @@ class Connection:
     """Explicit; wins over the environment. None: the provider's variable or default."""
     api_key: str | None
     """Explicit; wins over the environment."""
-    timeout: float
-    """Seconds the model may send nothing but keep-alives."""
-    max_retries: int
-    total_timeout: float | None
-    """Bound on a whole call, retries included (None: none)."""
+    limits: Limits
+    """How long its calls may wait, and how often they are retried."""
 
     def endpoint(self, provider: str, url: str, hint: str, secrets: tuple[str, ...]) -> Endpoint:
-        return Endpoint(
-            provider,
-            self.name,
-            url,
-            hint,
-            self.timeout,
-            self.max_retries,
-            secrets,
-            self.total_timeout,
-        )
+        return Endpoint(provider, self.name, url, hint, self.limits, secrets)
 
 
 def open_openai(c: Connection) -> OpenAICompatProvider:
@@ -63,9 +52,7 @@ def open_openai(c: Connection) -> OpenAICompatProvider:
         key_hint=set_key("OPENAI_API_KEY", "a key valid for this base URL"),
         api_key=c.api_key,
         base_url=c.base_url,
-        timeout=c.timeout,
-        max_retries=c.max_retries,
-        total_timeout=c.total_timeout,
+        limits=c.limits,
     )
     # OpenAI's reasoning models (o3, o4-mini...) reject max_tokens.
     limit = "max_completion_tokens"
@@ -116,9 +103,7 @@ def open_anthropic(c: Connection) -> AnthropicProvider:
         key_hint=set_key("ANTHROPIC_API_KEY", "a key valid for this base URL"),
         api_key=c.api_key,
         base_url=c.base_url,
-        timeout=c.timeout,
-        max_retries=c.max_retries,
-        total_timeout=c.total_timeout,
+        limits=c.limits,
     )
     return AnthropicProvider(c.model, endpoint, client)
 
@@ -132,7 +117,7 @@ def _open_compatible(c: Connection, endpoint: Endpoint, key: str) -> OpenAICompa
     client = openai.AsyncOpenAI(
         api_key=key,
         base_url=endpoint.base_url,
-        timeout=endpoint.timeout + SDK_TIMEOUT_MARGIN,
+        timeout=sdk_timeout(endpoint.limits),
         max_retries=endpoint.max_retries,
     )
     return OpenAICompatProvider(c.model, endpoint, client)

@@ -10,7 +10,7 @@ policy (whose keys commands never see), pricing (who is free), ACP's model menu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -49,6 +49,9 @@ class Provider:
     """More variables its SDK reads credentials from: hidden from commands too."""
     free: bool = False
     """Costs nothing to call (a local model, a script)."""
+    limits: Mapping[str, float] = attrs.field(factory=dict)
+    """Its own defaults of the time limits (:mod:`.limits`), by setting name, where
+    the general ones do not fit it."""
 
     @property
     def form(self) -> str:
@@ -100,6 +103,9 @@ PROVIDERS: tuple[Provider, ...] = (
         base_url_variable="OLLAMA_BASE_URL",
         default_base_url=OLLAMA_DEFAULT_URL,
         free=True,
+        # A local server loads the model before it answers (tens of seconds for a
+        # large one); retrying a local server that stalls rarely helps.
+        limits={"first_byte_timeout": 50.0, "retries": 0},
     ),
     Provider("scripted:", open_script, placeholder="<path to a JSON script>", free=True),
 )

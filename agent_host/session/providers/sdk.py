@@ -13,11 +13,16 @@ import attrs
 
 from ..model import ModelEvent, ModelRequest
 from .errors import Endpoint, ModelConfigError, ModelTimeout
+from .limits import RETRY_INITIAL_DELAY, Limits
 from .streaming import StallClock, StreamInterrupted, guarded
 
 SDK_TIMEOUT_MARGIN = 5.0
-"""The SDK's own (per read) timeout is the idle bound plus this: a backstop, so
-that the idle bound, which names itself, is what runs out."""
+"""The SDK's own (per read) timeout is our longest bound plus this: a backstop, so
+that our bounds, which name themselves, are what runs out."""
+
+
+def sdk_timeout(limits: Limits) -> float:
+    return max(limits.first_byte_timeout, limits.timeout) + SDK_TIMEOUT_MARGIN
 
 
 def import_sdk(module: str, install: str) -> Any:
@@ -39,9 +44,7 @@ def open_client(
     key_hint: str,
     api_key: str | None,
     base_url: str | None,
-    timeout: float,
-    max_retries: int,
-    total_timeout: float | None = None,
+    limits: Limits,
 ) -> tuple[Any, Endpoint]:
     """The SDK's client and the endpoint it calls. ``None`` for ``api_key`` or
     ``base_url`` lets the SDK read its own environment variables; when it finds no
@@ -52,8 +55,10 @@ def open_client(
         client = client_class(
             api_key=api_key,
             base_url=base_url,
-            timeout=timeout + SDK_TIMEOUT_MARGIN,
-            max_retries=max_retries,
+            timeout=sdk_timeout(limits),
+            # The SDK retries failed requests (429, 5xx, refused connections) quickly;
+            # a request that stalls is ours to retry (streaming.guarded), and to report.
+            max_retries=limits.retries,
         )
     except refusals as exc:
         failure = ModelConfigError(refused(exc))
@@ -65,16 +70,7 @@ def open_client(
     # anthropic's client may hold a bearer token besides (or instead of) a key
     keys = (client.api_key, getattr(client, "auth_token", None), api_key)
     secrets = tuple(k for k in keys if isinstance(k, str) and k)
-    endpoint = Endpoint(
-        provider,
-        name,
-        url,
-        key_hint,
-        timeout,
-        max_retries,
-        secrets=secrets,
-        total_timeout=total_timeout,
-    )
+    endpoint = Endpoint(provider, name, url, key_hint, limits, secrets=secrets)
     return client, endpoint
 
 
@@ -87,11 +83,14 @@ class SdkProvider:
     endpoint: Endpoint
     client: Any = attrs.field(repr=False)
     """The SDK's async client, configured with the key, base URL, timeout and retries."""
-    retry_initial_delay: float = 0.5
+    retry_initial_delay: float = RETRY_INITIAL_DELAY
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return guarded(
-            lambda: self._attempt(request), self.endpoint, initial_delay=self.retry_initial_delay
+            lambda: self._attempt(request),
+            self.endpoint,
+            initial_delay=self.retry_initial_delay,
+            on_wait=request.on_wait,
         )
 
     async def close(self) -> None:

@@ -2,9 +2,11 @@
 ModelErrors, retrying a response that broke before anything was delivered, the
 bounds on a call's time, and parsing tool-call arguments.
 
-The SDKs retry the *request* (429, 5xx, connection errors, timeouts) themselves;
-what they cannot retry is a response that breaks after it started. That is safe to
-retry only while none of its events has reached the caller.
+The SDKs retry a *request* that fails (429, 5xx, refused connections) themselves;
+what they cannot retry is a response that breaks after it started, which is safe to
+retry only while none of its events has reached the caller, and a request that
+stalls: a response that does not begin within the *first-byte* bound is retried
+here, and the user told (``on_wait``) while it waits and before each retry.
 
 Every call is bounded twice. The SDK's own timeout is per read, so a server that
 sends a keep-alive every 20 s (an SSE comment, Anthropic's ``ping``) would hold a
@@ -17,32 +19,41 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import attrs
 import orjson
 
 from ..errors import ModelError
 from ..model import (
     RAW_ARGUMENTS_KEY,  # noqa: E402 (re-exported)
     ModelEvent,
+    ModelWait,
 )
 from .errors import Endpoint, ModelTimeout, is_transient, translate
+from .limits import (
+    FIRST_BYTE,
+    IDLE,
+    RETRY_INITIAL_DELAY,
+    TOTAL,
+    WAIT_NOTICE_AFTER,
+    WAIT_NOTICE_EVERY,
+    backoff,
+    seconds,
+)
 
 """A tool call whose arguments were not a JSON object arrives as
 ``{RAW_ARGUMENTS_KEY: "<the text the model wrote>"}``, so the engine can answer
 it with a tool error the model can correct, instead of the turn dying."""
 
-MAX_RETRY_DELAY = 8.0
-MODEL_TIMEOUT = 120.0
+MODEL_TIMEOUT = IDLE.default
 """The idle bound's default: seconds a model call may go without a token."""
-MODEL_TOTAL_TIMEOUT = 1200.0
+MODEL_TOTAL_TIMEOUT = TOTAL.default
 """The total bound's default: seconds one model call may take, retries included."""
-TIMEOUT_HINT = "--model-timeout, modelTimeout or model_timeout to change"
-TOTAL_TIMEOUT_HINT = "--model-total-timeout, modelTotalTimeout or model_total_timeout to change"
 T = TypeVar("T")
+OnWait = Callable[[ModelWait], Awaitable[None]]
 
 
 class StreamInterrupted(Exception):
@@ -58,77 +69,163 @@ def guarded(
     attempt: Callable[[], AsyncGenerator[ModelEvent, None]],
     endpoint: Endpoint,
     *,
-    initial_delay: float = 0.5,
+    initial_delay: float = RETRY_INITIAL_DELAY,
+    on_wait: OnWait | None = None,
 ) -> AsyncIterator[ModelEvent]:
     """Run ``attempt()`` and pass its events on; every failure leaves as ModelError.
 
-    A :class:`StreamInterrupted` before the first event is delivered is retried
-    (up to ``endpoint.max_retries``, exponential backoff with jitter); after it,
-    it becomes :class:`~.errors.ModelStreamBroken`.
+    A :class:`StreamInterrupted` or a response that did not begin within the
+    first-byte bound, before the first event is delivered, is retried (up to
+    ``endpoint.max_retries``, exponential backoff with jitter); after it, a broken
+    stream becomes :class:`~.errors.ModelStreamBroken`. ``on_wait`` hears, while
+    the first event is awaited, that the call still waits, and before each retry
+    that it will retry.
     """
-    return _guarded(attempt, endpoint, initial_delay)
+    return _Guard(attempt, endpoint, initial_delay, on_wait).run()
 
 
-async def _guarded(
-    attempt: Callable[[], AsyncGenerator[ModelEvent, None]],
-    endpoint: Endpoint,
-    initial_delay: float,
-) -> AsyncIterator[ModelEvent]:
-    retries = 0
-    loop = asyncio.get_running_loop()
-    total = endpoint.total_timeout
-    deadline = None if total is None else loop.time() + total
-    while True:
-        delivered = False
-        events = attempt()
+@attrs.define
+class _Guard:
+    attempt: Callable[[], AsyncGenerator[ModelEvent, None]]
+    endpoint: Endpoint
+    initial_delay: float
+    on_wait: OnWait | None
+    retries: int = 0
+    started: float = 0.0
+
+    async def run(self) -> AsyncIterator[ModelEvent]:
+        endpoint = self.endpoint
+        loop = asyncio.get_running_loop()
+        self.started = loop.time()
+        deadline = self.started + endpoint.total_timeout
+        while True:
+            delivered = False
+            events = self.attempt()
+            try:
+                while True:
+                    failure: ModelError | None = None
+                    retry, why = False, ""
+                    bound = asyncio.timeout_at(deadline)
+                    try:
+                        async with bound:
+                            event = await (anext(events) if delivered else self._first(events))
+                    except StopAsyncIteration:
+                        return
+                    except StreamInterrupted as exc:
+                        if not delivered and self._may_retry() and is_transient(exc.cause):
+                            retry, why = True, "broke"
+                        else:
+                            failure = translate(
+                                exc.cause,
+                                endpoint,
+                                midstream=True,
+                                delivered=delivered,
+                                retries=self.retries,
+                            )
+                    except Exception as exc:
+                        if bound.expired():
+                            failure = self._total()
+                        elif isinstance(exc, ModelTimeout) and exc.bound == "first_byte":
+                            retry, why = self._may_retry(), "stalled"
+                            failure = None if retry else self._no_answer(loop.time())
+                        else:
+                            failure = translate(exc, endpoint, delivered=delivered)
+                    # Raised here, outside the except blocks, so the ModelError carries
+                    # no __context__: the SDK's exception holds the request and its headers.
+                    if failure is not None:
+                        raise failure from None
+                    if retry:
+                        break
+                    delivered = True
+                    yield event
+            finally:
+                await events.aclose()
+            self.retries += 1
+            delay = backoff(self.retries, self.initial_delay)
+            if loop.time() + delay >= deadline:
+                raise self._total() from None
+            await self._tell(loop.time(), retry_in=delay, why=why)
+            await asyncio.sleep(delay)
+
+    def _may_retry(self) -> bool:
+        return self.retries < self.endpoint.max_retries
+
+    async def _first(self, events: AsyncGenerator[ModelEvent, None]) -> ModelEvent:
+        """The attempt's first event; meanwhile the user hears every so often that
+        the call still waits."""
+        if self.on_wait is None:
+            return await anext(events)
+        ticker = asyncio.create_task(self._tick())
         try:
-            while True:
-                failure: ModelError | None = None
-                retry = False
-                bound = asyncio.timeout_at(deadline)
-                try:
-                    async with bound:
-                        event = await anext(events)
-                except StopAsyncIteration:
-                    return
-                except StreamInterrupted as exc:
-                    if not delivered and retries < endpoint.max_retries and is_transient(exc.cause):
-                        retry = True
-                    else:
-                        failure = translate(
-                            exc.cause,
-                            endpoint,
-                            midstream=True,
-                            delivered=delivered,
-                            retries=retries,
-                        )
-                except Exception as exc:
-                    if bound.expired():
-                        failure = ModelTimeout(
-                            f"{endpoint.provider}/{endpoint.model}: the model call took longer "
-                            f"than {total:g} s in all (model total timeout; {TOTAL_TIMEOUT_HINT})",
-                            bound="total",
-                        )
-                    else:
-                        failure = translate(exc, endpoint, delivered=delivered)
-                # Raised here, outside the except blocks, so the ModelError carries no
-                # __context__: the SDK's exception holds the request and its headers.
-                if failure is not None:
-                    raise failure from None
-                if retry:
-                    break
-                delivered = True
-                yield event
+            return await anext(events)
         finally:
-            await events.aclose()
-        retries += 1
-        await asyncio.sleep(backoff(retries, initial_delay))
+            ticker.cancel()
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await asyncio.sleep(WAIT_NOTICE_AFTER)
+        while True:
+            await self._tell(loop.time(), since=began)
+            await asyncio.sleep(WAIT_NOTICE_EVERY)
+
+    async def _tell(
+        self,
+        now: float,
+        *,
+        since: float | None = None,
+        retry_in: float | None = None,
+        why: str = "stalled",
+    ) -> None:
+        if self.on_wait is None:
+            return
+        endpoint = self.endpoint
+        name = f"{endpoint.provider}/{endpoint.model}"
+        attempts = endpoint.max_retries + 1
+        if retry_in is None:
+            waited = now - (self.started if since is None else since)
+            message = f"no answer from {name} yet ({seconds(waited)} s)"
+            attempt = self.retries + 1
+        else:
+            waited = endpoint.limits.first_byte_bound
+            what = (
+                f"no answer from {name} in {seconds(waited)} s"
+                if why == "stalled"
+                else f"the response from {name} broke off before any output"
+            )
+            retry = f"retry {self.retries} of {endpoint.max_retries}"
+            message = f"{what}; {retry} in {seconds(retry_in)} s"
+            attempt = self.retries
+        wait = ModelWait(name, waited, attempt, attempts, retry_in, message)
+        # Shielded: a ticker cancelled as the answer arrives does not cut a message
+        # half sent to the client.
+        await asyncio.shield(self.on_wait(wait))
+
+    def _no_answer(self, now: float) -> ModelTimeout:
+        endpoint = self.endpoint
+        bound = endpoint.limits.first_byte_bound
+        tries = self.retries + 1
+        times = "" if tries == 1 else f", {tries} times ({seconds(now - self.started)} s in all)"
+        return ModelTimeout(
+            f"{endpoint.provider}/{endpoint.model}: no answer from {endpoint.base_url} within "
+            f"{seconds(bound)} s{times} (model first-byte timeout; {FIRST_BYTE.hint})",
+            bound="first_byte",
+        )
+
+    def _total(self) -> ModelTimeout:
+        endpoint = self.endpoint
+        return ModelTimeout(
+            f"{endpoint.provider}/{endpoint.model}: the model call took longer than "
+            f"{endpoint.total_timeout:g} s in all (model total timeout; {TOTAL.hint})",
+            bound="total",
+        )
 
 
 class StallClock:
-    """The idle bound of one attempt at a model call: the time since the request
-    went out, then since the last meaningful event of its stream. Raises a
-    :class:`ModelTimeout` that says so when it runs out."""
+    """The bounds of one attempt at a model call: first byte (the request, until
+    the response begins) and idle (the time since the request went out, then since
+    the last meaningful event of its stream). Raises a :class:`ModelTimeout` that
+    says which ran out."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -140,8 +237,23 @@ class StallClock:
         self.answering = True
         self._last = time.monotonic()
 
+    async def request(self, work: Awaitable[T]) -> T:
+        """``work``, the request, within the first-byte bound: a response that does
+        not begin in time is a ModelTimeout the guard retries."""
+        limits = self.endpoint.limits
+        if limits.first_byte_timeout >= limits.timeout:
+            return await self.bounded(work)  # the idle bound is the nearer
+        bound = asyncio.timeout(self._last + limits.first_byte_timeout - time.monotonic())
+        try:
+            async with bound:
+                return await work
+        except Exception:
+            if bound.expired():
+                raise ModelTimeout("no first byte", bound="first_byte") from None
+            raise
+
     async def bounded(self, work: Awaitable[T]) -> T:
-        """``work`` (the request, or a read of its stream) within what is left."""
+        """``work`` (a read of the stream) within what is left of the idle bound."""
         bound = asyncio.timeout(self._last + self.endpoint.timeout - time.monotonic())
         try:
             async with bound:
@@ -156,16 +268,9 @@ class StallClock:
         what = "nothing more" if self.answering else "nothing"
         return ModelTimeout(
             f"{endpoint.provider}/{endpoint.model}: the model sent {what} for "
-            f"{endpoint.timeout:g} s (model idle timeout; {TIMEOUT_HINT})",
+            f"{endpoint.timeout:g} s (model idle timeout; {IDLE.hint})",
             bound="idle",
         )
-
-
-def backoff(retry: int, initial_delay: float) -> float:
-    """Seconds to wait before retry number ``retry`` (1-based): doubling, capped, with
-    up to 25% jitter so many clients don't retry in lockstep."""
-    delay = min(initial_delay * 2 ** (retry - 1), MAX_RETRY_DELAY)
-    return delay * (1 - 0.25 * random.random())
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

@@ -38,7 +38,7 @@ async def test_keep_alives_before_the_first_token_do_not_keep_a_call_alive(serve
     assert isinstance(err, ModelTimeout) and err.bound == "idle"
     assert str(err) == (
         "openai/gpt-4.1-mini: the model sent nothing for 1 s (model idle timeout; "
-        "--model-timeout, modelTimeout or model_timeout to change)"
+        "--model-timeout, AGENT_HOST_MODEL_TIMEOUT, modelTimeout or model_timeout to change)"
     )
 
 
@@ -71,7 +71,8 @@ async def test_a_model_that_streams_for_ever_meets_the_total_bound(serve):
     assert isinstance(err, ModelTimeout) and err.bound == "total"
     assert str(err) == (
         "openai/gpt-4.1-mini: the model call took longer than 1 s in all (model total "
-        "timeout; --model-total-timeout, modelTotalTimeout or model_total_timeout to change)"
+        "timeout; --model-total-timeout, AGENT_HOST_MODEL_TOTAL_TIMEOUT, modelTotalTimeout or "
+        "model_total_timeout to change)"
     )
 
 

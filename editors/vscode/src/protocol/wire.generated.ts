@@ -110,12 +110,29 @@ export interface InitializationOptions {
      */
     shellEnvironment?: Record<string, unknown> | null;
     /**
-     * Seconds a model call may send nothing but keep-alives (the first token
-     * included) before the turn fails with a model timeout. Default 120.
+     * Seconds one attempt at a model call may wait for the response to begin before
+     * it is retried (and the user told). A number, or per provider: `{"*": 15,
+     * "ollama": 90}` or `"15,ollama=90"`. Default 15 (ollama 50); with the retries,
+     * a stalled endpoint is an error within 60 s. Unset: AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT.
      */
-    modelTimeout?: number | null;
-    /** Seconds one model call may take in all, retries included. Default 1200. */
-    modelTotalTimeout?: number | null;
+    modelFirstByteTimeout?: number | string | Record<string, number> | null;
+    /**
+     * Seconds a model call may send nothing but keep-alives (the first token
+     * included) before the turn fails with a model timeout. Default 120 (unset:
+     * AGENT_HOST_MODEL_TIMEOUT); per provider as for modelFirstByteTimeout.
+     */
+    modelTimeout?: number | string | Record<string, number> | null;
+    /**
+     * Seconds one model call may take in all, retries included. Default 1200 (unset:
+     * AGENT_HOST_MODEL_TOTAL_TIMEOUT); per provider as for modelFirstByteTimeout.
+     */
+    modelTotalTimeout?: number | string | Record<string, number> | null;
+    /**
+     * How many times a model call that failed before answering is tried again.
+     * Default 2 (ollama 0; unset: AGENT_HOST_MODEL_RETRIES); per provider as for
+     * modelFirstByteTimeout.
+     */
+    modelRetries?: number | string | Record<string, number> | null;
 }
 
 export type Approval = 'ask' | 'auto-edit' | 'auto' | 'read-only';
