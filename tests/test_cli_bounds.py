@@ -84,3 +84,39 @@ def test_run_ends_an_mcp_call_never_answered_and_goes_on(tmp_path):
     assert outputs, done.stdout
     [result] = [item["data"] for item in lines if item["kind"] == "result"]
     assert result["stopReason"] == "end_turn" and result["text"] == "Gave up on it."
+
+
+@pytest.mark.exclusive
+def test_run_tells_of_each_retry_and_names_the_flag_when_the_model_never_answers(tmp_path):
+    from .session.providers.fakes import hang
+
+    server = FakeServer([hang]).start()
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "sk-test-x"}
+    env.pop("AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT", None)
+    started = time.monotonic()
+    try:
+        done = run_cli(
+            "run", "hi", "--model", "openai/m", "--model-first-byte-timeout", "1",
+            "--model-retries", "1", "--store", str(tmp_path / "store"),
+            "--workspace", str(project), env=env,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert done.returncode == 1, done.stderr
+    assert time.monotonic() - started < 20
+    lines = done.stderr.splitlines()
+    assert any(
+        line.startswith("agent-host: no answer from openai/m in 1 s; retry 1 of 1 in ")
+        for line in lines
+    ), done.stderr
+    assert f"no answer from {server.url}/v1 within 1 s, 2 times" in done.stderr
+    assert "--model-first-byte-timeout" in done.stderr
+    assert len(server.received) == 2
+
+
+def test_run_rejects_a_limit_for_an_unknown_provider(tmp_path):
+    done = run_cli("run", "hi", "--model-retries", "olama=1", "--store", str(tmp_path))
+    assert done.returncode == 2
+    assert "--model-retries: unknown provider 'olama'" in done.stderr

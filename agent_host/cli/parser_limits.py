@@ -34,7 +34,9 @@ def _checked(setting: limits.Setting) -> Any:
         try:
             limits.parse(setting, text, setting.flag)
         except ModelConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{setting.flag} ")) from None
+            raise argparse.ArgumentTypeError(
+                str(exc).removeprefix(setting.flag).lstrip(": ")
+            ) from None
         return text
 
     return check
