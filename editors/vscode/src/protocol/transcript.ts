@@ -234,6 +234,10 @@ export class Transcript {
                 this.info(`Compaction ${stage}${message ? `: ${message}` : ''}`);
                 return true;
             }
+            case 'model_wait':
+                // "no answer from openai/gpt-4.1 in 15 s; retry 1 of 2 in 0.5 s"
+                this.info(String(data.message ?? 'waiting for the model'), 'warning');
+                return true;
             case 'mcp_server': {
                 const state = String(data.state ?? '');
                 if (state === 'failed' || state === 'restarted') {

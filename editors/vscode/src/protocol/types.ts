@@ -97,6 +97,17 @@ export interface EventDataByKind {
     turn_end: TurnEndData;
     compaction_progress: CompactionProgressData;
     mcp_server: McpServerData;
+    model_wait: ModelWaitData;
+}
+
+/** A model call still waits for its response, or will try again in retryIn seconds (not logged). */
+export interface ModelWaitData {
+    model: string;
+    waited: number;
+    attempt: number;
+    attempts: number;
+    retryIn: number | null;
+    message: string;
 }
 
 /** An MCP server of the session: started, failed (its tools are left out), restarted. */
