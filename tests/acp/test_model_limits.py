@@ -19,7 +19,7 @@ from agent_host.session.providers import limits as L
 from ..session.providers.fakes import FakeServer, hang
 from .conftest import RecordingClient, new_session, say
 
-pytestmark = [pytest.mark.exclusive, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.slow, pytest.mark.timeout(90)]
 
 START_SLACK = 10.0
 """Seconds on top of the computed bound: the agent's start and the turn's set-up."""

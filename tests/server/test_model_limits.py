@@ -20,7 +20,7 @@ from agent_host.session.providers import limits as L
 
 from ..session.providers.fakes import FakeServer, hang
 
-pytestmark = [pytest.mark.exclusive, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 async def test_initialization_options_limit_a_stalled_endpoint_and_events_tell(
