@@ -65,7 +65,8 @@ async def test_a_stalled_endpoint_is_retried_told_and_reported_within_its_bound(
     assert (retry.attempt, retry.attempts, retry.waited) == (1, 2, 0.5)
     assert 0.375 <= retry.retry_in <= 0.5  # the first backoff, less its jitter
     assert retry.message == (
-        f"no answer from openai/gpt-4.1-mini in 1 s; retry 1 of 1 in {L.seconds(retry.retry_in)} s"
+        "no answer from openai/gpt-4.1-mini in 0.5 s; retry 1 of 1 in "
+        f"{L.seconds(retry.retry_in)} s"
     )
 
 
