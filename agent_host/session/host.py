@@ -29,6 +29,7 @@ from .handle import SessionHandle
 from .model import ModelProvider
 from .op_queue import Wait
 from .pricing import price_of
+from .providers.limits import provider_keywords
 from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
@@ -42,19 +43,6 @@ if TYPE_CHECKING:
     from .restore import RestoreResult, UndoResult
 
 log = logging.getLogger(__name__)
-
-
-def model_limits(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``open_provider``'s time limits from the host's arguments (``model_timeout``...:
-    None is unset), checked now: ModelConfigError names the argument, or the
-    environment variable, that is not a valid value."""
-    from .providers import limits
-
-    values = {limits.BY_OPTION[k].name: v for k, v in options.items()}
-    limits.given(values)
-    limits.from_environment()
-    keyword = {"timeout": "timeout", "total_timeout": "total_timeout", "retries": "max_retries"}
-    return {keyword.get(n, n): v for n, v in values.items() if v is not None}
 
 
 def new_session_id() -> str:
@@ -134,13 +122,11 @@ class AgentHost:
             endpoint={
                 "base_url": base_url,
                 "api_key": api_key,
-                **model_limits(
-                    {
-                        "model_first_byte_timeout": model_first_byte_timeout,
-                        "model_timeout": model_timeout,
-                        "model_total_timeout": model_total_timeout,
-                        "model_retries": model_retries,
-                    }
+                **provider_keywords(
+                    model_first_byte_timeout=model_first_byte_timeout,
+                    model_timeout=model_timeout,
+                    model_total_timeout=model_total_timeout,
+                    model_retries=model_retries,
                 ),
             },
             roots=self.workspace.roots,
@@ -153,7 +139,7 @@ class AgentHost:
         """The model time limits (``model_first_byte_timeout``... as the constructor
         takes them; those not named: the environment's, else the default) of the
         model calls from now on. ModelConfigError for a bad value, naming it."""
-        self._resources.set_limits(model_limits(options))
+        self._resources.set_limits(provider_keywords(**options))
 
     async def __aenter__(self) -> AgentHost:
         self._refuse_if_closed()

@@ -53,7 +53,8 @@ class ModelWait:
     model: str
     """The full name, ``openai/gpt-4.1-mini``."""
     waited: float
-    """Seconds this attempt has waited (at a retry: the first-byte bound it met)."""
+    """Seconds the call has waited, retries included (at a retry: the first-byte
+    bound the attempt met)."""
     attempt: int
     """This attempt's number, from 1."""
     attempts: int

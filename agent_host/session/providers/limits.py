@@ -262,6 +262,19 @@ def resolve(
     return Limits(**values)
 
 
+def provider_keywords(**options: Any) -> dict[str, Any]:
+    """``open_provider``'s keywords from AgentHost's arguments (``model_timeout=``...;
+    None is unset), checked now: ModelConfigError names the argument, or the
+    environment variable, that is not a valid value."""
+    values = {BY_OPTION[k].name: v for k, v in options.items()}
+    given(values)
+    from_environment()
+    return {_KEYWORDS.get(n, n): v for n, v in values.items() if v is not None}
+
+
+_KEYWORDS = {"retries": "max_retries"}
+
+
 def seconds(value: float) -> str:
     """``4``, ``0.5``, ``1.2``: how many seconds, as a message says it."""
     return f"{value:.1f}".rstrip("0").rstrip(".") if value < 10 else f"{value:.0f}"

@@ -164,18 +164,18 @@ class _Guard:
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         began = loop.time()
+        # A notice that would race this attempt's end (and its retry notice) is
+        # left out.
+        end = began + self.endpoint.limits.first_byte_bound
+        margin = min(1.0, 0.1 * self.endpoint.limits.first_byte_bound)
         await asyncio.sleep(WAIT_NOTICE_AFTER)
         while True:
-            await self._tell(loop.time(), since=began)
+            if abs(loop.time() - end) >= margin:
+                await self._tell(loop.time())
             await asyncio.sleep(WAIT_NOTICE_EVERY)
 
     async def _tell(
-        self,
-        now: float,
-        *,
-        since: float | None = None,
-        retry_in: float | None = None,
-        why: str = "stalled",
+        self, now: float, *, retry_in: float | None = None, why: str = "stalled"
     ) -> None:
         if self.on_wait is None:
             return
@@ -183,9 +183,11 @@ class _Guard:
         name = f"{endpoint.provider}/{endpoint.model}"
         attempts = endpoint.max_retries + 1
         if retry_in is None:
-            waited = now - (self.started if since is None else since)
-            message = f"no answer from {name} yet ({seconds(waited)} s)"
+            waited = now - self.started
             attempt = self.retries + 1
+            message = f"no answer from {name} yet ({seconds(waited)} s)"
+            if attempt > 1:
+                message += f"; attempt {attempt} of {attempts}"
         else:
             waited = endpoint.limits.first_byte_bound
             what = (

@@ -141,3 +141,16 @@ async def test_a_cancel_while_it_waits_ends_the_call_at_once(serve, tmp_path):
         assert await host.cancel()
         result = await asyncio.wait_for(turn, 5)
         assert result.stop_reason == "cancelled" and time.monotonic() - started < 2
+
+
+async def test_a_retrys_wait_counts_from_the_call_and_says_which_attempt(serve, monkeypatch):
+    monkeypatch.setattr(streaming, "WAIT_NOTICE_AFTER", 0.2)
+    monkeypatch.setattr(streaming, "WAIT_NOTICE_EVERY", 10)
+    server = serve(hang)
+    _, err, waits, _ = await run(stalled_provider(server, first_byte_timeout=1, max_retries=1))
+    assert isinstance(err, ModelTimeout) and "within 1 s, 2 times" in str(err)
+    first, retry, second = waits
+    assert (first.attempt, first.retry_in) == (1, None) and "attempt" not in first.message
+    assert retry.retry_in is not None and "retry 1 of 1" in retry.message
+    assert (second.attempt, second.retry_in) == (2, None)
+    assert second.waited > 1.2 and second.message.endswith("; attempt 2 of 2")
