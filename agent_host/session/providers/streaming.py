@@ -185,7 +185,8 @@ class _Guard:
         if retry_in is None:
             waited = now - self.started
             attempt = self.retries + 1
-            message = f"no answer from {name} yet ({seconds(waited)} s)"
+            shown = round(waited) if waited >= 1 else waited  # "5 s", not "5.1 s"
+            message = f"no answer from {name} yet ({seconds(shown)} s)"
             if attempt > 1:
                 message += f"; attempt {attempt} of {attempts}"
         else:
