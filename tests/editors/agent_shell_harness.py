@@ -52,6 +52,8 @@ QUESTION = re.compile(r"\?\s*\((?:y or n|yes or no|y, n, [^)]*)\)\s*$")
 """Emacs waiting for an answer: the echo area ends in its choices (y-or-n-p,
 yes-or-no-p, the supersession question)."""
 MAX_ANSWERS = 30
+DONE = "agent-host test: done"
+"""What the driver shows in a terminal once its result is written."""
 
 
 def find_emacs() -> str:
@@ -269,6 +271,8 @@ def _in_tmux(run: Run, command: list[str], base: Path, env: dict, result: Path) 
                 _until(lambda a=asked: screen().rstrip("\n").splitlines()[-1:] != [a], deadline)
                 continue
             time.sleep(0.1)  # a screen has no event to await: read it again shortly
+        # The driver's last words, drawn after everything else it shows.
+        _until(lambda: DONE in screen(), deadline)
         run.screen = screen()
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30, check=False)

@@ -5,7 +5,13 @@
 ;; plan (JSON, the file named by $AGENT_HOST_TEST_PLAN), opens the plan's files in
 ;; buffers, starts an agent-shell for `agent-host acp', plays the plan's steps --
 ;; prompts typed into the shell and submitted, edits a user makes and saves --
-;; and writes what it saw as JSON to the plan's "result" file, then exits.
+;; and writes what it saw as JSON to the plan's "result" file.  Under --batch it
+;; then exits; in a terminal it stays up until the test has read the screen.
+;;
+;; The agent is the documented configuration (agent-host-config.el) with the
+;; test's command.  The test-only settings are at the end: a new session each
+;; start (no session picker), no transcript file, and permission requests
+;; answered "allow once" as a user would.
 ;;
 ;; Every wait is bounded by the plan's "timeout" (seconds per step).  The
 ;; questions Emacs asks (`y-or-n-p', `yes-or-no-p', the supersession and lock
@@ -29,6 +35,8 @@
 (defvar driver--errors nil "The `error' events of the shell, newest first.")
 (defvar driver--turn nil "The turn being played: an alist, updated by the events.")
 (defvar driver--turn-done nil "Non-nil once the turn being played has completed.")
+(defconst driver-done "agent-host test: done"
+  "Shown in the echo area, in a terminal, once the result is written.")
 
 (dolist (asker '(y-or-n-p yes-or-no-p ask-user-about-supersession-threat
                  ask-user-about-lock))
@@ -226,16 +234,25 @@ user answering C-g would."
                                  (find-buffer-visiting (driver--path (car (map-elt driver--plan 'open)))))))
           (driver--wait "the session" (lambda () (or driver--ready driver--errors)))
           (when driver--ready
-            (dolist (step (map-elt driver--plan 'steps))
-              (driver--step step))))
+            (let ((index 0))
+              (dolist (step (map-elt driver--plan 'steps))
+                (condition-case err
+                    (driver--step step)
+                  (error (error "Step %d %S: %s" index step
+                                (error-message-string err))))
+                (setq index (1+ index))))))
       (error (setq failure (error-message-string err))))
     ;; json-serialize gives UTF-8 bytes: written as they are
     (let ((coding-system-for-write 'binary))
       (write-region (json-serialize (driver--result failure)) nil (map-elt driver--plan 'result)))
     ;; In a terminal Emacs stays up, showing what it shows, until the test has
-    ;; looked at the screen and ends it.
-    (when noninteractive
-      (kill-emacs 0))))
+    ;; looked at the screen and ends it: DONE, drawn after all else, says the
+    ;; screen is complete.
+    (if noninteractive
+        (kill-emacs 0)
+      (redisplay t)
+      (message "%s" driver-done)
+      (redisplay t))))
 
 (setq agent-shell-session-strategy 'new
       agent-shell-transcript-file-path-function nil
