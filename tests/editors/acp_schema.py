@@ -1,6 +1,6 @@
 """Every JSON-RPC message an agent sent, checked against the ACP v1 JSON schema that
-the official TypeScript SDK ships (``@agentclientprotocol/sdk`` 2.4.0, installed by
-``npm ci`` in tests/acp/node: ``schema/v1/schema.json``).
+the official TypeScript SDK ships (``@agentclientprotocol/sdk`` 2.4.0, as pinned by
+tests/acp/node's lock file: ``schema/v1/schema.json``).
 
 The schema's top level accepts any method as an extension (``ExtRequest``,
 ``ExtNotification`` and ``ExtResponse`` are unconstrained), so a malformed
@@ -15,8 +15,10 @@ the spec. Self-contained: the Emacs tests use it; other client tests may copy it
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -27,7 +29,7 @@ from typing import Any
 from ..node_toolchain import find_node, unavailable
 
 NODE_SUITE = Path(__file__).resolve().parents[1] / "acp" / "node"
-SCHEMA = NODE_SUITE / "node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
+SCHEMA = "node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
 NPM_CI_TIMEOUT = 300
 
 AGENT_REQUESTS = {
@@ -66,36 +68,46 @@ RESPONSES = {
 
 
 def schema_file() -> Path:
-    """The SDK's v1 schema, after ``npm ci`` in tests/acp/node if it is not there
-    (or the test is unavailable: skipped, or failed on CI)."""
-    if SCHEMA.is_file():
-        return SCHEMA
+    """The SDK's v1 schema, from a private ``npm ci`` of tests/acp/node's lock file (or
+    the test is unavailable: skipped, or failed on CI).
+
+    Private -- a folder in the temp dir named by the lock file's hash, made once per
+    machine -- because tests/acp/test_node_client.py may be re-installing
+    tests/acp/node/node_modules in another test worker at the same moment."""
+    lock_file = NODE_SUITE / "package-lock.json"
+    digest = hashlib.sha256(lock_file.read_bytes()).hexdigest()[:16]
+    home = Path(tempfile.gettempdir()) / f"agent-host-acp-sdk-{digest}"
+    schema = home / SCHEMA
+    if schema.is_file():
+        return schema
     _node, npm, why = find_node(18)
     if npm is None:
         unavailable(f"the ACP v1 schema comes from the npm SDK, and npm is missing: {why}")
     assert npm is not None
-    # One npm ci at a time on this machine: parallel test workers share the folder.
-    lock = Path(tempfile.gettempdir()) / "agent-host-acp-node-npm-ci.lock"
-    with open(lock, "a") as held:
+    with open(f"{home}.lock", "a") as held:  # one install at a time on this machine
         fcntl.flock(held, fcntl.LOCK_EX)
-        if not SCHEMA.is_file():
+        if not schema.is_file():
+            home.mkdir(exist_ok=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copyfile(NODE_SUITE / name, home / name)
             env = {**os.environ, "npm_config_update_notifier": "false"}
             try:
                 done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund"],
-                    cwd=NODE_SUITE,
+                    [npm, "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                    cwd=home,
                     env=env,
+                    stdin=subprocess.DEVNULL,
                     capture_output=True,
                     text=True,
                     timeout=NPM_CI_TIMEOUT,
                     check=False,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
-                unavailable(f"npm ci in {NODE_SUITE} failed: {exc}")
+                unavailable(f"npm ci in {home} failed: {exc}")
             else:
-                if done.returncode != 0 or not SCHEMA.is_file():
-                    unavailable(f"npm ci in {NODE_SUITE} failed:\n{done.stderr[-2000:]}")
-    return SCHEMA
+                if done.returncode != 0 or not schema.is_file():
+                    unavailable(f"npm ci in {home} failed:\n{done.stderr[-2000:]}")
+    return schema
 
 
 class AcpSchema:

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -234,7 +235,9 @@ def play(
 def _in_tmux(run: Run, command: list[str], base: Path, env: dict, result: Path) -> None:
     """``command`` in a terminal of a private tmux server: read its screen until the
     driver's result is written, answering each question Emacs shows."""
-    tmux = [find_tmux(), "-S", str(base / "tmux.sock"), "-f", "/dev/null"]
+    # a socket path must fit in 108 bytes: a short folder of its own, not the test's
+    sockets = Path(tempfile.mkdtemp(prefix="ah-tmux-"))
+    tmux = [find_tmux(), "-S", str(sockets / "s"), "-f", "/dev/null"]
     launcher = base / "emacs.sh"
     workspace = shlex.quote(str(base / "ws"))
     launcher.write_text(f"#!/bin/sh\ncd {workspace}\nexec {shlex.join(command)}\n")
@@ -276,6 +279,7 @@ def _in_tmux(run: Run, command: list[str], base: Path, env: dict, result: Path) 
         run.screen = screen()
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30, check=False)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _until(condition: Any, deadline: float) -> None:
