@@ -118,7 +118,7 @@
   (let ((listing (or (seq-some (lambda (turn)
                                  (and (string-prefix-p "/checkpoints" (map-elt turn 'prompt))
                                       (map-elt turn 'text)))
-                               (map-elt driver--plan 'played))
+                               (reverse (map-elt driver--plan 'played)))
                      ""))
         (seqs nil) (start 0))
     (while (string-match "^- \\([0-9]+\\) " listing start)
