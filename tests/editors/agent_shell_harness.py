@@ -53,6 +53,7 @@ QUESTION = re.compile(r"\?\s*\((?:y or n|yes or no|y, n, [^)]*)\)\s*$")
 """Emacs waiting for an answer: the echo area ends in its choices (y-or-n-p,
 yes-or-no-p, the supersession question)."""
 MAX_ANSWERS = 30
+SECRET = re.compile(r"API_KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 DONE = "agent-host test: done"
 """What the driver shows in a terminal once its result is written."""
 
@@ -198,7 +199,8 @@ def play(
     )
     home = base / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in drop_env}
+    # Emacs (and the agent it starts) get no secrets of the test run's environment
+    env = {k: v for k, v in os.environ.items() if k not in drop_env and not SECRET.search(k)}
     env |= {
         "AGENT_HOST_TEST_PLAN": str(plan),
         "HOME": str(home),
