@@ -1,11 +1,11 @@
 """The suite's lanes (markers given by where a test lives and what it uses) and what
 keeps its parallel run (pytest-xdist, on by default) honest.
 
-Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server),
-``postgres`` (a test on the PostgreSQL server), ``crash`` (the kill-at-every-step
-sweeps), ``slow`` (tests that take seconds: marked in their modules, or listed in
-``SLOW`` here). A test in none of them is ``fast``: ``pytest -m fast`` is the inner
-loop.
+Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server,
+Emacs agent-shell), ``postgres`` (a test on the PostgreSQL server), ``crash`` (the
+kill-at-every-step sweeps), ``slow`` (tests that take seconds: marked in their
+modules, or listed in ``SLOW`` here). A test in none of them is ``fast``: ``pytest -m
+fast`` is the inner loop.
 
 Under xdist every test holds a shared lock on the run while it runs, and a test
 marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
