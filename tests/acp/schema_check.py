@@ -49,7 +49,9 @@ def ensure_schema() -> None:
         check=False,
     )
     if done.returncode != 0 or not SCHEMA.is_file():
-        pytest.fail(f"npm ci in {NODE_SUITE} gave no {SCHEMA}:\n{done.stderr[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"npm ci in {NODE_SUITE} gave no {SCHEMA}:\n{done.stderr[-4000:]}", pytrace=False
+        )
 
 
 @cache

@@ -130,7 +130,9 @@ class Acpx:
         full_env = {
             **os.environ,
             "HOME": str(self.home),
-            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
+            ),
             "NO_COLOR": "1",
         }
         for name, value in (env or {}).items():
@@ -245,7 +247,10 @@ def test_a_user_edit_is_kept_by_rewind_and_forced_through_acpx(
 def test_a_missing_key_is_named_in_acpxs_error(acpx: list[str], tmp_path: Path) -> None:
     run = Acpx(acpx, tmp_path, model="openai/gpt-4o-mini")
     code, out = run(
-        "agent-host", "exec", "hello", env={"OPENAI_API_KEY": None, "AGENT_HOST_OPENAI_API_KEY": None}
+        "agent-host",
+        "exec",
+        "hello",
+        env={"OPENAI_API_KEY": None, "AGENT_HOST_OPENAI_API_KEY": None},
     )
     assert code != 0, out
     assert "[error]" in out and "OPENAI_API_KEY" in out, out

@@ -44,8 +44,7 @@ EXPECTED = (
     "session/cancel while a permission request is pending: cancelled, file unwritten",
     "session/load in a new agent process replays the conversation before answering",
     "session/list lists the stored sessions, filtered by cwd",
-    "an unknown session id is ACP's -32002 (resource not found); a malformed one invalid "
-    "params",
+    "an unknown session id is ACP's -32002 (resource not found); a malformed one invalid params",
     "session/close and session/delete of an unknown session resolve: the SDK reads -32002 as done",
     "/checkpoints lists the prompt's checkpoint and /rewind SEQ restores the file",
     "/rewind -1 goes one prompt back; /rewind with a bad target says so",

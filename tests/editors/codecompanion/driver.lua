@@ -207,7 +207,9 @@ function ACTIONS.refuse_writes(a)
   return {}
 end
 
--- Wait for CodeCompanion's file watcher (debounced) to settle, then look.
+-- A quiet period, then look: CodeCompanion's file watcher reloads a buffer 500 ms
+-- (debounced) after its file changes on disk, and that late reload is part of what
+-- the user ends up with. No event says "nothing more will come".
 function ACTIONS.settle(a)
   vim.wait(a.ms or 700, function()
     return false
