@@ -47,7 +47,8 @@ EDIT_IN_CHAT = [
     {"do": "settle", "path": "a.txt"},  # CodeCompanion's file watcher is debounced
 ]
 REPEATS = 20
-RESTORED_A = re.compile(r"restored [^.]*a\.txt")  # "restored a.txt", "restored 1 file (a.txt)"
+RESTORED_A = re.compile(r"(?<!Not )restored (?:\d+ files? \()?a\.txt")
+"""The rewind's "restored a.txt" / "restored 1 file (a.txt)", not "Not restored ...: a.txt"."""
 
 
 @pytest.fixture(scope="module")
