@@ -151,15 +151,20 @@ def run(
     return results
 
 
-def agent_messages(base: Path) -> list[dict[str, Any]]:
-    """Every message the agents of the run sent, in order per connection."""
+def messages(base: Path, side: str = "agent") -> list[dict[str, Any]]:
+    """Every message one side ("agent" or "client") of the run's connections sent,
+    in order per connection."""
     found = []
     for path in sorted((base / "wire").glob("*.jsonl")):
         for row in path.read_text().splitlines():
             entry = json.loads(row)
-            if entry["from"] == "agent":
+            if entry["from"] == side:
                 found.append(json.loads(entry["line"]))
     return found
+
+
+def agent_messages(base: Path) -> list[dict[str, Any]]:
+    return messages(base, "agent")
 
 
 def assert_schema_valid(base: Path) -> int:

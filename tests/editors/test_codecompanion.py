@@ -114,21 +114,11 @@ def test_slash_commands_reach_every_chat(nvim: str, clients: Path, tmp_path: Pat
         assert "No checkpoints yet" in turn["reply"], f"chat {i}: {turn}"
     prompts = [
         m["params"]["prompt"][0]["text"]
-        for m in _client_messages(tmp_path)
+        for m in cc.messages(tmp_path, "client")
         if m.get("method") == "session/prompt"
     ]
     assert prompts == ["/checkpoints"] * REPEATS
     _assert_commands_follow_the_session(tmp_path)
-
-
-def _client_messages(base: Path) -> list[dict]:
-    found = []
-    for path in sorted((base / "wire").glob("*.jsonl")):
-        for row in path.read_text().splitlines():
-            entry = json.loads(row)
-            if entry["from"] == "client":
-                found.append(json.loads(entry["line"]))
-    return found
 
 
 def _assert_commands_follow_the_session(base: Path) -> None:
