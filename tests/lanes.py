@@ -1,11 +1,11 @@
 """The suite's lanes (markers given by where a test lives and what it uses) and what
 keeps its parallel run (pytest-xdist, on by default) honest.
 
-Lanes: ``editors`` (tests/editors: Neovim, the VS Code extension, code-server,
-Emacs agent-shell), ``postgres`` (a test on the PostgreSQL server), ``crash`` (the
-kill-at-every-step sweeps), ``slow`` (tests that take seconds: marked in their
-modules, or listed in ``SLOW`` here). A test in none of them is ``fast``: ``pytest -m
-fast`` is the inner loop.
+Lanes: ``editors`` (tests/editors: Neovim, CodeCompanion, the VS Code extension,
+code-server, Emacs agent-shell; and acpx, listed in ``EDITORS``), ``postgres`` (a test
+on the PostgreSQL server), ``crash`` (the kill-at-every-step sweeps), ``slow`` (tests
+that take seconds: marked in their modules, or listed in ``SLOW`` here). A test in none
+of them is ``fast``: ``pytest -m fast`` is the inner loop.
 
 Under xdist every test holds a shared lock on the run while it runs, and a test
 marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
@@ -48,13 +48,18 @@ fast lane's costliest third, measured with the CPU time of the test and its
 children."""
 
 
+EDITORS = ("acp/test_acpx.py::",)
+"""Tests outside tests/editors (a prefix of the node id) that drive a real editor
+client: acpx, the headless ACP CLI, with its own Node.js."""
+
+
 def lanes_of(item: pytest.Item) -> set[str]:
     """The lanes a test is in by where it lives and what it uses (besides its marks)."""
     found = set()
     if item.nodeid.removeprefix("tests/").startswith(SLOW):
         found.add("slow")
     relative = item.path.resolve().relative_to(TESTS)
-    if relative.parts[0] == "editors":
+    if relative.parts[0] == "editors" or item.nodeid.removeprefix("tests/").startswith(EDITORS):
         found.add("editors")
     if "crash" in item.path.stem:
         found.add("crash")

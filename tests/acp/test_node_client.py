@@ -24,6 +24,7 @@ import pytest
 
 from ..node_toolchain import find_node as find_node_of
 from ..node_toolchain import unavailable
+from . import schema_check
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = Path(__file__).resolve().parent / "node"
@@ -43,12 +44,17 @@ EXPECTED = (
     "session/cancel while a permission request is pending: cancelled, file unwritten",
     "session/load in a new agent process replays the conversation before answering",
     "session/list lists the stored sessions, filtered by cwd",
-    "an unknown session id is a JSON-RPC error (-32002, or invalid params)",
+    "an unknown session id is ACP's -32002 (resource not found); a malformed one invalid params",
     "session/close and session/delete of an unknown session resolve: the SDK reads -32002 as done",
     "/checkpoints lists the prompt's checkpoint and /rewind SEQ restores the file",
     "/rewind -1 goes one prompt back; /rewind with a bad target says so",
     "_agent-host/checkpoints and _agent-host/restore through the SDK's ext-method call",
+    "with fs offered, an edit lands through fs/write_text_file; /rewind restores it and "
+    "/undo-rewind brings it back",
 )
+PENDING = "pending: issue-23-writes"
+"""node:test ``todo`` tests waiting for issue 23's writes: they may fail without
+failing the suite (remove the todo in tests/acp/node once the writes land)."""
 
 
 def missing_toolchain(reason: str) -> None:
@@ -60,8 +66,10 @@ def find_node() -> tuple[str | None, str | None, str]:
     return find_node_of(MIN_NODE)
 
 
-def npm_env() -> dict[str, str]:
+def npm_env(wire: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if wire is not None:
+        env["AGENT_HOST_WIRE_DIR"] = str(wire)  # harness.mjs records every message there
     env["AGENT_HOST_PYTHON"] = sys.executable
     # The agent the node tests spawn is this checkout's, installed or not.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -73,13 +81,15 @@ def npm_env() -> dict[str, str]:
     return env
 
 
-def run(npm: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def run(
+    npm: str, args: list[str], timeout: float, wire: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     command = f"npm {' '.join(args)}"
     try:
         return subprocess.run(
             [npm, *args],
             cwd=SUITE,
-            env=npm_env(),
+            env=npm_env(wire),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -105,7 +115,7 @@ def needs_install() -> bool:
 
 @pytest.mark.slow
 @pytest.mark.timeout(NPM_CI_TIMEOUT + NPM_TEST_TIMEOUT + 60)
-def test_the_typescript_sdk_client_drives_the_agent() -> None:
+def test_the_typescript_sdk_client_drives_the_agent(tmp_path: Path) -> None:
     _node, npm, why = find_node()
     if npm is None:
         missing_toolchain(why)
@@ -116,7 +126,7 @@ def test_the_typescript_sdk_client_drives_the_agent() -> None:
             tail = (done.stdout + "\n" + done.stderr)[-20000:]
             pytest.fail(f"npm ci in {SUITE} exited {done.returncode}:\n{tail}", pytrace=False)
 
-    done = run(npm, ["test"], NPM_TEST_TIMEOUT)
+    done = run(npm, ["test"], NPM_TEST_TIMEOUT, wire=tmp_path / "wire")
     out = done.stdout + "\n" + done.stderr
     counts = {k: int(v) for k, v in re.findall(r"^# (tests|pass|fail|cancelled) (\d+)$", out, re.M)}
     if done.returncode != 0 or counts.get("fail") != 0 or counts.get("cancelled") != 0:
@@ -130,3 +140,10 @@ def test_the_typescript_sdk_client_drives_the_agent() -> None:
     ]
     assert not missing, f"these node tests did not pass: {missing}\n{out[-30000:]}"
     assert counts.get("pass", 0) >= len(EXPECTED), f"too few tests passed: {counts}\n{out[-30000:]}"
+    # A todo is only ever the pending writes: nothing else hides behind one.
+    todos = re.findall(r"^(?:not )?ok \d+ - .* # TODO (.*)$", out, re.M)
+    assert set(todos) <= {PENDING}, f"unexpected todo tests: {todos}"
+    # Every message the agent sent in every node test is ACP v1.
+    checked, wrong = schema_check.check_log_dir(tmp_path / "wire")
+    assert not wrong, "messages off the ACP v1 schema:\n" + "\n".join(wrong[:20])
+    assert checked > 100, f"only {checked} agent messages were recorded"

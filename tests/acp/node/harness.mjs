@@ -59,6 +59,10 @@ export class Recorder {
     this.updates = [];
     this.permissions = [];
     this.answer = "allow_once";
+    // fs/write_text_file requests (with `fs: true`): path, content, and the disk's
+    // text just before the client wrote it; `refuseWrites` fails them instead.
+    this.writes = [];
+    this.refuseWrites = false;
     this.waiters = [];
   }
 
@@ -118,9 +122,11 @@ export class Recorder {
  * `ctx` is the SDK's ClientContext, already past `initialize` (whose answer is
  * `initialized`). `steps` (if given) replaces the scripted model's script;
  * `args` are extra command-line arguments (e.g. ["--approval", "auto"]).
+ * With `fs: true` the client offers fs.readTextFile and fs.writeTextFile and
+ * serves them from the disk, as an editor without open buffers would.
  * The agent's stderr is added to the message of an error `op` throws.
  */
-export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000 } = {}, op) {
+export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000, fs: offerFs = false } = {}, op) {
   if (steps !== undefined) fs.writeFileSync(dir.script, JSON.stringify({ steps }));
   const argv = [
     "-m", "agent_host", "acp",
@@ -145,13 +151,22 @@ export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000 } = 
 
   const recorder = new Recorder();
   const base = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const log = wireLog(child.pid);
   const tap = new TransformStream({
     transform(message, controller) {
       recorder.wire.push(message);
+      log("agent", message);
       controller.enqueue(message);
     },
   });
-  const stream = { writable: base.writable, readable: base.readable.pipeThrough(tap) };
+  const sent = new TransformStream({
+    transform(message, controller) {
+      log("client", message);
+      controller.enqueue(message);
+    },
+  });
+  sent.readable.pipeTo(base.writable).catch(() => {});
+  const stream = { writable: sent.writable, readable: base.readable.pipeThrough(tap) };
 
   const app = acp
     .client({ name: "agent-host-node-tests" })
@@ -162,6 +177,20 @@ export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000 } = 
       recorder.permissions.push(context.params);
       if (typeof recorder.answer === "function") return await recorder.answer(context);
       return { outcome: { outcome: "selected", optionId: recorder.answer } };
+    })
+    .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+      try {
+        return { content: fs.readFileSync(params.path, "utf8") };
+      } catch (error) {
+        throw new RequestError(-32002, `Resource not found: ${params.path}`);
+      }
+    })
+    .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+      const diskBefore = fs.existsSync(params.path) ? fs.readFileSync(params.path, "utf8") : null;
+      recorder.writes.push({ path: params.path, content: params.content, diskBefore });
+      if (recorder.refuseWrites) throw new RequestError(-32603, "the test client refuses this write");
+      fs.writeFileSync(params.path, params.content);
+      return {};
     });
 
   let timer;
@@ -174,7 +203,7 @@ export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000 } = 
       app.connectWith(stream, async (ctx) => {
         const initialized = await ctx.request(methods.agent.initialize, {
           protocolVersion: PROTOCOL_VERSION,
-          clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+          clientCapabilities: { fs: { readTextFile: offerFs, writeTextFile: offerFs }, terminal: false },
           clientInfo: { name: "agent-host-node-tests", version: "0.0.0" },
         });
         return await op(ctx, recorder, initialized);
@@ -202,6 +231,21 @@ export async function withAgent(dir, { steps, args = [], timeoutMs = 20_000 } = 
       await exited;
     }
   }
+}
+
+/**
+ * With AGENT_HOST_WIRE_DIR set, every message both ways is appended to
+ * DIR/node-<pid>.jsonl as tests/acp/wire_tap.py records them, for the pytest
+ * wrapper to check the agent's against the ACP v1 schema (tests/acp/schema_check.py).
+ */
+function wireLog(pid) {
+  const dir = process.env.AGENT_HOST_WIRE_DIR;
+  if (!dir) return () => {};
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `node-${pid}.jsonl`);
+  return (side, message) => {
+    fs.appendFileSync(file, JSON.stringify({ from: side, line: JSON.stringify(message) }) + "\n");
+  };
 }
 
 export function sleep(ms) {
