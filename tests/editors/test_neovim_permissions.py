@@ -31,6 +31,7 @@ def asked(nvim, tmp_path_factory):
         },
         {"text": "Done."},
         {"text": "Second answer."},
+        {"text": "Fresh answer."},
     ]
     return run_scenario(nvim, tmp_path_factory.mktemp("ask"), "permission", steps)
 

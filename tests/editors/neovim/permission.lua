@@ -90,6 +90,9 @@ H.wait("the new session", 10000, function()
 end)
 H.record("new_session", { old = old, new = inst.session_id })
 H.record("chat_after_new", H.chat_text())
+-- Issue 23: a session is stored, and listed, from its first prompt.
+vim.cmd("AgentSend hello again")
+H.wait_idle("the new session's first turn")
 local list
 require("agent_host.client").request(inst, "session/list", vim.empty_dict(), function(_, result)
   list = result
