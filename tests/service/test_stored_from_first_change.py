@@ -104,6 +104,7 @@ async def test_empty_stored_sessions_are_hidden_and_pages_stay_whole(service, fo
             break
     assert walked == prompted[::-1]
 
+    unprompted = await service.new(title="never prompted")  # nor shown by the CLI
     listed = subprocess.run(
         [sys.executable, "-m", "agent_host", "sessions", "--store", str(tmp_path / "store")],
         capture_output=True,
@@ -111,3 +112,4 @@ async def test_empty_stored_sessions_are_hidden_and_pages_stay_whole(service, fo
         check=True,
     )
     assert [line.split()[0] for line in listed.stdout.splitlines()] == prompted[::-1]
+    assert unprompted not in listed.stdout
