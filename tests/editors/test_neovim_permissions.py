@@ -96,3 +96,7 @@ def test_a_new_session_is_listed_from_its_first_prompt_and_picked_on_top_before(
     after = asked["picker_after_prompt"]["items"]
     assert after[0].startswith("a fresh start  (1 turn, ") and after[0].endswith(new)
     assert [i for i in after if new in i] == after[:1]
+
+
+def test_closing_a_session_before_its_first_prompt_says_nothing_was_stored(asked):
+    assert "it had no prompt, so nothing of it was stored" in asked["closed_unprompted_chat"]

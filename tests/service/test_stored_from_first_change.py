@@ -14,7 +14,7 @@ import pytest
 
 from agent_host.service import SessionService
 from agent_host.session import events as ev
-from agent_host.session.errors import SessionNotFound
+from agent_host.session.errors import AgentHostError, CheckpointNotFound, SessionNotFound
 from agent_host.session.session_folder import session_started
 
 from .test_handles import Port, script
@@ -113,3 +113,21 @@ async def test_empty_stored_sessions_are_hidden_and_pages_stay_whole(service, fo
     )
     assert [line.split()[0] for line in listed.stdout.splitlines()] == prompted[::-1]
     assert unprompted not in listed.stdout
+
+
+async def test_what_an_unprompted_session_takes_stores_nothing_of_it(service, folder):
+    """A restore, an undo, a compaction of a session with no prompt: refused or
+    nothing to do, and still nothing stored; a fork of it is a stored session with
+    no prompt (listed nowhere); a delete lets go of it (then unknown)."""
+    sid = await service.new(title="Empty")
+    with pytest.raises(CheckpointNotFound):
+        await service.restore(sid, 1)
+    with pytest.raises(AgentHostError):
+        await service.undo_restore(sid)
+    forked = await service.fork(sid)
+    assert await service.store.head(sid) == 0
+    assert type((await service.store.read(forked))[0]) is ev.SessionStarted
+    assert (await service.list()).sessions == []
+    await service.delete(sid)
+    with pytest.raises(SessionNotFound, match="never prompted"):
+        await service.resume(sid)

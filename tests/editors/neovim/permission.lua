@@ -123,4 +123,16 @@ H.wait("the list", 10000, function()
   return list ~= nil
 end)
 H.record("sessions", list.sessions)
+
+-- :AgentNew then :AgentClose before any prompt: nothing of it was stored
+local kept = inst.session_id
+vim.cmd("AgentNew never prompted")
+H.wait("the unprompted session", 10000, function()
+  return inst.session_id ~= kept
+end)
+vim.cmd("AgentClose")
+H.wait("the unprompted session to be closed", 10000, function()
+  return inst.session_id == nil
+end)
+H.record("closed_unprompted_chat", H.chat_text())
 H.done()

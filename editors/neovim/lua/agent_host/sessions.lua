@@ -179,20 +179,22 @@ function M.close(on_done)
       client.finish_turn(inst, turn)
       pcall(turn.done, nil, nil)
     end
+    -- a session is stored from its first prompt: one closed before it is gone
+    local kept, told = "it stays stored: :AgentSessions resumes it", "it stays stored (:AgentSessions resumes it)"
+    if inst.unprompted and inst.unprompted.sessionId == session_id then
+      kept = "it had no prompt, so nothing of it was stored"
+      told = kept
+      inst.unprompted = nil
+    end
     if inst.session_id == session_id then
       inst.session_id = nil
       inst.total_cost = nil
       inst.last_result = nil
       chat.clear(inst)
-      chat.note(
-        inst,
-        ("Closed session %s (it stays stored: :AgentSessions resumes it). The next :AgentSend starts a new session."):format(
-          session_id
-        )
-      )
+      chat.note(inst, ("Closed session %s (%s). The next :AgentSend starts a new session."):format(session_id, kept))
       client.changed()
     end
-    notify(("closed %s; it stays stored (:AgentSessions resumes it)"):format(session_id))
+    notify(("closed %s; %s"):format(session_id, told))
     if on_done then
       on_done(session_id)
     end

@@ -279,13 +279,16 @@ export class SessionCommands {
             return;
         }
         const api = await this.ui.server.ensureStarted();
+        // A session is stored from its first prompt: one closed before it is gone.
+        const stored = state.transcripts.get(sessionId)?.entries.some((e) => e.role === 'user') ?? true;
         await api.close(sessionId);
         this.ui.log(`closed ${sessionId}`);
         if (state.current === sessionId) {
             await state.setCurrent(undefined);
         }
+        const kept = stored ? 'it stays stored (List Sessions resumes it)' : 'it had no prompt, so nothing of it was stored';
         void vscode.window.showInformationMessage(
-            `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; it stays stored (List Sessions resumes it). The next prompt starts a new session.`,
+            `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; ${kept}. The next prompt starts a new session.`,
         );
     }
 
