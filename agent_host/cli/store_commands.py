@@ -23,7 +23,7 @@ from .exit_codes import EXIT_OK
 async def sessions(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     try:
-        infos = await store.list()
+        infos = [i for i in await store.list() if not i.empty]  # as session/list
     finally:
         await store.close()
     if args.workspace is not None:

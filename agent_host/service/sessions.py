@@ -228,6 +228,9 @@ class SessionService:
         if old is not None and old.host is not host:
             old.host._forget(old)  # opened in another folder now
         handle = self._handles[session_id] = host.handle(session_id)
+        if old is not None and old.unstored and old.opening is not None:
+            # Not stored yet: it starts in the folder it is opened in now.
+            handle.opening = attrs.evolve(old.opening, workspace=str(handle.roots[0]))
         self._held.add(session_id)
         return handle
 
@@ -245,13 +248,14 @@ class SessionService:
         title: str | None = None,
         mcp_servers: McpConfigs | None = None,
     ) -> str:
-        """A new, empty session (its log opens with session_started)."""
+        """A new, empty session, held here and not stored: its first change (a
+        prompt, items, a fork of it) opens its log with the folder, model and title
+        given here. Until then it is listed nowhere and unknown to other processes."""
         session_id = new_session_id()
         handle = self._open(session_id, cwd)
         if mcp_servers is not None:
             await handle.use_mcp_servers(mcp_servers)
-        started = session_started(str(handle.roots[0]), model or handle.host.model, title)
-        await self.store.append(session_id, [started], expected_head=0)
+        handle.opening = session_started(str(handle.roots[0]), model or handle.host.model, title)
         return session_id
 
     async def send(
@@ -283,14 +287,14 @@ class SessionService:
         cursor: str | None = None,
         limit: int | None = None,
     ) -> SessionPage:
-        """Sessions newest first, of ``cwd`` only when given; ``cursor`` is a
-        ``next_cursor`` this service returned. A page is read from the store by
-        key (``list_page``): a session written meanwhile moves up and is not seen
-        twice in one walk down."""
+        """Sessions newest first, of ``cwd`` only when given, none that is empty (no
+        prompt: stored so by older versions); ``cursor`` is a ``next_cursor`` this
+        service returned. A page is read from the store by key (``list_page``): a
+        session written meanwhile moves up and is not seen twice in one walk down."""
         if limit is not None and limit < 1:
             raise InvalidArgument("limit: must be 1 or more (omit it for every session)")
         if limit is None and cursor is None and cwd is None:
-            return SessionPage(await self.store.list(), None)
+            return SessionPage([i for i in await self.store.list() if not i.empty], None)
         folder = os.path.realpath(cwd) if cwd is not None else None
         after = _cursor(cursor)
         batch = _LIST_BATCH if limit is None else limit + 1
@@ -298,7 +302,7 @@ class SessionService:
         while limit is None or len(found) <= limit:
             page = await self.store.list_page(batch, after)
             for info in page:
-                if folder is None or info.workspace == folder:
+                if not info.empty and (folder is None or info.workspace == folder):
                     found.append(info)
             if len(page) < batch:
                 break
@@ -365,8 +369,12 @@ class SessionService:
         return fork_id
 
     async def exists(self, session_id: str) -> bool:
-        """Whether the session is in the store."""
-        return await self.store.head(check_session_id(session_id)) > 0
+        """Whether the session is in the store, or made here and not written yet."""
+        sid = check_session_id(session_id)
+        if await self.store.head(sid) > 0:
+            return True
+        held = self._handles.get(sid)
+        return held is not None and held.unstored
 
     async def use_mcp_servers(self, session_id: str, servers: McpConfigs) -> None:
         """The session's own MCP servers from now on, instead of the server's."""

@@ -26,7 +26,11 @@ class SessionNotFound(AgentHostError, LookupError):
     """The session does not exist in the store."""
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} not found; list sessions to see which exist")
+        super().__init__(
+            f"session {session_id!r} not found; list sessions to see which exist"
+            " (a session is stored from its first prompt: one made and never prompted"
+            " is gone once the agent that made it exits)"
+        )
         self.session_id = session_id
 
 

@@ -66,6 +66,9 @@ class SessionHandle:
         self._state: SessionState | None = None
         self._gate: Gate | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
+        self.opening: ev.SessionStarted | None = None
+        """How the log opens at its first write, for a session made but not stored
+        yet (a session/new): its folder, model and title."""
 
     def __repr__(self) -> str:
         return f"SessionHandle({self.session_id!r}, {self.workspace!r})"
@@ -84,6 +87,17 @@ class SessionHandle:
     @property
     def roots(self) -> list[Path]:
         return self.workspace.roots
+
+    @property
+    def unstored(self) -> bool:
+        """Made here (``opening``) and not written yet: it exists in this process only."""
+        return self.opening is not None and (self._state is None or self._state.head == 0)
+
+    def _started(self, model: str | None = None) -> ev.SessionStarted:
+        """The first event of this session's log, when a write is its first."""
+        if self.opening is not None:
+            return self.opening
+        return session_started(str(self.roots[0]), model or self.host.model)
 
     # -- reading
 
@@ -132,7 +146,8 @@ class SessionHandle:
 
     async def model(self) -> str:
         """The model the session's next turn uses unless another is named."""
-        return (await self.state(full=False)).model or self.host.model
+        opened = self.opening.model if self.opening is not None else None
+        return (await self.state(full=False)).model or opened or self.host.model
 
     async def get_items(self, limit: int | None = None) -> list[dict]:
         return limit_items(to_items((await self.state()).timeline), limit)
@@ -260,8 +275,9 @@ class SessionHandle:
         state = await self.state(full=False)
         # Refused before anything is logged: a session of a folder not open here.
         workspace = await self.files(state)
-        chosen = model if model and model != state.model else None
-        provider = host._resources.provider(model or state.model or host.model)
+        opened = self.opening.model if self.opening is not None else None
+        chosen = model if model and model != (state.model or opened) else None
+        provider = host._resources.provider(model or state.model or opened or host.model)
         if not self._loaded_cost:
             self.cost = state.cost
             self._loaded_cost = True
@@ -279,6 +295,7 @@ class SessionHandle:
             mcp=host._resources.mcp_servers(self.session_id),
             chosen_model=chosen,
             context=context,
+            started=self.opening,
         )
         async with self._lease(wait):
             await finish_pending(state, workspace)
@@ -342,9 +359,11 @@ class SessionHandle:
             return
         async with self.exclusive(wait, "adding items"):
             state = await self.settled()
+            untold = 0
             if state.head == 0:
-                events.insert(0, session_started(str(self.roots[0]), self.host.model))
-            await state.append(events)
+                events.insert(0, self._started())
+                untold = 1 if self.opening is not None else 0  # announced when made
+            await state.append(events, untold=untold)
 
     async def pop_item(self, *, wait: Wait = False) -> dict | None:
         """Remove and return the latest item (the cut stays in the store's truncations)."""
@@ -365,7 +384,8 @@ class SessionHandle:
         """Delete the session from the store; TurnInProgress while an operation runs
         on it here or in any other process (unless waiting)."""
         async with self.exclusive(wait, "a delete"):
-            await self.host.store.delete(self.session_id)
+            if not self.unstored:  # (one made here and never written is only let go of)
+                await self.host.store.delete(self.session_id)
         self._state = None
         self.host._forget(self)
 
@@ -388,6 +408,7 @@ class SessionHandle:
                     f"its checkpoints are {prompts or 'none'}"
                 )
         source = next((e for e in state.events[:1] if type(e) is ev.SessionStarted), None)
+        source = source or self.opening
         started = session_started(
             source.workspace if source else str(self.roots[0]),
             state.model or self.host.model,

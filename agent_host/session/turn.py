@@ -90,6 +90,9 @@ class TurnSettings:
     """A model the caller chose for this turn over the session's: the prompt records it."""
     context: list[dict[str, Any]] | None = None
     """What the user attached to the prompt: the prompt records it."""
+    started: ev.SessionStarted | None = None
+    """How the log opens when this turn is its first write (None: in the workspace's
+    first root, with the turn's model, untitled)."""
 
 
 async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> TurnResult:
@@ -100,13 +103,16 @@ async def run_turn(state: SessionState, prompt: str, settings: TurnSettings) -> 
         opening: list[ev.Event] = []
         if state.head == 0:
             opening.append(
-                session_started(str(settings.workspace.roots[0]), settings.provider.model)
+                settings.started
+                or session_started(str(settings.workspace.roots[0]), settings.provider.model)
             )
         opening.append(
             ev.UserPrompt(text=prompt, model=settings.chosen_model, context=settings.context)
         )
+        # A session made earlier (session/new) was announced then: its opening is untold.
+        untold = 1 if settings.started is not None and len(opening) == 2 else 0
         turn.start = state.head
-        turn.checkpoint = await state.append(opening)
+        turn.checkpoint = await state.append(opening, untold=untold)
         stop_reason = await turn.loop()
     except asyncio.CancelledError:
         await turn.close("cancelled")

@@ -57,6 +57,7 @@ async def test_list_filters_by_folder_and_fork_copies_the_session(spawn, workspa
         sid = await new_session(conn, workspace)
         await say(conn, sid, "add b.py")
         elsewhere = await new_session(conn, other)
+        await say(conn, elsewhere, "hello")  # (a session is listed from its first prompt)
 
         here = await conn.list_sessions(cwd=str(workspace))
         everywhere = await conn.list_sessions()

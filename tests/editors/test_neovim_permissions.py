@@ -31,6 +31,7 @@ def asked(nvim, tmp_path_factory):
         },
         {"text": "Done."},
         {"text": "Second answer."},
+        {"text": "Fresh answer."},
     ]
     return run_scenario(nvim, tmp_path_factory.mktemp("ask"), "permission", steps)
 
@@ -81,3 +82,21 @@ def test_compact_history_and_new_session(asked):
     assert asked["chat_after_new"] == "# Session " + new["new"]
     assert asked["sessions"][0]["sessionId"] == new["new"]
     assert asked["sessions"][0]["title"] == "a fresh start"
+
+
+def test_a_new_session_is_listed_from_its_first_prompt_and_picked_on_top_before(asked):
+    """Issue 23: session/new stores nothing; session/list has the session from its
+    first prompt on. :AgentSessions shows the current one on top before that, and
+    once listed it is there once."""
+    new = asked["new_session"]["new"]
+    assert new not in [s["sessionId"] for s in asked["sessions_before_prompt"]]
+    before = asked["picker_before_prompt"]["items"]
+    assert before[0] == f"a fresh start  (current, new: stored from its first prompt)  {new}"
+    assert [i for i in before if new in i] == before[:1]
+    after = asked["picker_after_prompt"]["items"]
+    assert after[0].startswith("a fresh start  (1 turn, ") and after[0].endswith(new)
+    assert [i for i in after if new in i] == after[:1]
+
+
+def test_closing_a_session_before_its_first_prompt_says_nothing_was_stored(asked):
+    assert "it had no prompt, so nothing of it was stored" in asked["closed_unprompted_chat"]

@@ -20,6 +20,8 @@ SESSION_NOT_FOUND = -32001
 INVALID_PARAMS = -32602
 TURN_IN_PROGRESS = -32006
 REQUEST_CANCELLED = -32800
+PROMPTED_HEAD = 5
+"""A session's head after one prompt answered "ok" (its opening and the turn's events)."""
 
 
 def write(path: str, content: str) -> dict:
@@ -61,12 +63,15 @@ async def test_new_send_resume_history(agents, workspace):
     sid = created["sessionId"]
     assert isinstance(sid, str) and sid
 
+    # Issue 23: a session is stored, and listed, from its first prompt; with its title.
+    unprompted = await request(client, "session/list", {})
+    assert unprompted["sessions"] == []
+
+    first = await request(client, "session/send", {"sessionId": sid, "prompt": "one"})
     listed = await request(client, "session/list", {})
     assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [
         (sid, "Refactor the parser")
     ]
-
-    first = await request(client, "session/send", {"sessionId": sid, "prompt": "one"})
     # $/progress: the client advertised window.workDoneProgress, so the send made a
     # token (window/workDoneProgress/create) and reported begin ... end on it.
     assert len(client.progress_reports) == 1
@@ -121,10 +126,12 @@ async def test_new_send_resume_history(agents, workspace):
 
 
 async def test_list_pagination_and_delete(agents, workspace):
-    client = await agents([{"text": "ok"}])
+    client = await agents([{"text": "ok"}] * 4)
     ids = []
     for title in ("oldest", "middle", "newest"):
         ids.append((await request(client, "session/new", {"title": title}))["sessionId"])
+        # Issue 23: listed from the first prompt on (an unprompted one is not).
+        await request(client, "session/send", {"sessionId": ids[-1], "prompt": title})
         await asyncio.sleep(0.01)  # distinct update times
     everything = await request(client, "session/list", {})
     assert [s["title"] for s in everything["sessions"]] == ["newest", "middle", "oldest"]
@@ -140,7 +147,7 @@ async def test_list_pagination_and_delete(agents, workspace):
             "head",
             "workspace",
         }
-        assert summary["turns"] == 0 and summary["head"] == 1
+        assert summary["turns"] == 1 and summary["head"] == PROMPTED_HEAD
         assert summary["workspace"] == str(workspace.resolve())
 
     first = await request(client, "session/list", {"limit": 2})

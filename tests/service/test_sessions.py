@@ -158,7 +158,7 @@ async def test_list_pages_by_key_of_one_folder_and_refuses_a_made_up_cursor(
     one, two, server = folders
     service = SessionService(Port(), store=tmp_path / "store", roots=[server])
     try:
-        mine = [await service.new(cwd=one if n % 3 else two) for n in range(11)]
+        mine = [await _stored(service, one if n % 3 else two) for n in range(11)]
         ours = [s for n, s in enumerate(mine) if n % 3]
         everything = await service.list()
         assert {i.id for i in everything.sessions} == set(mine)
@@ -181,3 +181,10 @@ async def test_list_pages_by_key_of_one_folder_and_refuses_a_made_up_cursor(
                 await service.list(cursor=bad, limit=2)
     finally:
         await service.shutdown()
+
+
+async def _stored(service: SessionService, cwd) -> str:
+    """A new session, stored: its first change (issue 23: session/new stores nothing)."""
+    sid = await service.new(cwd=cwd)
+    await (await service.handle(sid)).add_items([{"role": "user", "content": "hi"}])
+    return sid

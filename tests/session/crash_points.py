@@ -1,4 +1,5 @@
-"""Killing a restore, an undo, a fork or a turn before each of its durable steps, one run per step.
+"""Killing a restore, an undo, a fork, a turn or a new session's first prompt before each of
+its durable steps, one run per step.
 
 Run as a process (``python -m tests.session.crash_points``) that reads one JSON
 job per line on stdin and answers one JSON line per job on stdout. Each job is
@@ -85,7 +86,27 @@ def _count_postgres(counter: _Counter) -> None:
         setattr(cls, name, counted)
 
 
+async def _new_then_send(job: dict, counter: _Counter) -> object:
+    """session/new, then its first prompt (issue 23: the session's first write)."""
+    from agent_host.service import SessionService
+
+    from ..service.test_handles import Port
+
+    service = SessionService(
+        Port(), store=job["store"], model=job["model"], approval="auto", roots=[job["workspace"]]
+    )
+    if isinstance(service.store, SqliteCheckpointer):
+        service.store._conn = _CountedConnection(service.store._conn, counter)
+    session_id = await service.new(title=job["title"])
+    _install(counter)  # (new wrote nothing: the prompt is the first durable step)
+    await service.send(session_id, job["prompt"])
+    await service.shutdown()
+    return session_id
+
+
 async def _run(job: dict, counter: _Counter) -> object:
+    if job["op"] == "new_then_send":
+        return await _new_then_send(job, counter)
     host = AgentHost(
         store=job["store"],
         workdir=job["workspace"],

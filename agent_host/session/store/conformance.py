@@ -267,6 +267,18 @@ async def test_list_title_is_trimmed_and_explicit_title_wins(store):
     assert infos["none"].turns == 0
 
 
+async def test_a_session_of_its_opening_alone_is_empty(store):
+    """What session/list and the CLI hide (issue 23): older versions stored every
+    session/new as its opening alone. The summary each store keeps must say so, in
+    list and in list_page alike."""
+    await store.append("opened", [SessionStarted(title="never prompted")])
+    await store.append("prompted", [SessionStarted(), UserPrompt(text="go")])
+    await store.append("items", [SessionStarted(), AssistantMessage(text="hello")])
+    for infos in (await store.list(), await store.list_page(10, None)):
+        empty = {i.id: i.empty for i in infos}
+        assert empty == {"opened": True, "prompted": False, "items": False}
+
+
 async def test_list_gives_the_folder_each_session_was_started_in(store, backend):
     await store.append("here", [SessionStarted(workspace="/src/app"), UserPrompt(text="a")])
     await store.append("there", [SessionStarted(workspace="/src/lib"), UserPrompt(text="b")])

@@ -20,6 +20,12 @@ class SessionInfo:
     workspace: str = ""
     """The folder the session was started in (its SessionStarted), "" if unknown."""
 
+    @property
+    def empty(self) -> bool:
+        """Nothing in its log but its opening: no prompt, no item. Listings hide it
+        (older versions stored every session/new so)."""
+        return self.turns == 0 and self.head <= 1
+
 
 @attrs.define(slots=True)
 class Truncation:

@@ -216,11 +216,13 @@ test('New Session starts an empty session and makes it current', async () => {
 
 test("List Sessions shows this workspace's sessions, every workspace's on request, and resumes the picked one", async () => {
     // a session started in another project, by another server on the same store
-    const elsewhere = await serve({ steps: [], store: path.join(dir, 'store') });
+    // (prompted: a session is stored, and listed, from its first prompt)
+    const elsewhere = await serve({ steps: [{ text: 'Hi.' }], store: path.join(dir, 'store') });
     const otherFolder = path.basename(elsewhere.dir);
     let theirs: string;
     try {
         theirs = (await elsewhere.client.api.newSession({ title: 'Elsewhere' })).sessionId;
+        await elsewhere.client.api.send({ sessionId: theirs, prompt: 'hello' });
     } finally {
         await elsewhere.close();
     }
@@ -232,20 +234,27 @@ test("List Sessions shows this workspace's sessions, every workspace's on reques
     }, 'the loaded session list');
     assert.equal(picker.title, 'Agent Host: Sessions of project');
     const sessions = () => picker.items.filter((i) => i.session);
+    // the current session has no prompt yet, so it is stored nowhere: the top item
+    const [pending] = picker.items;
+    assert.equal(pending.label, '$(arrow-right) Second session');
+    assert.ok(pending.pending && !pending.session, 'the new session is not a stored one');
+    assert.match(pending.description, /^new · stored from its first prompt$/);
     assert.deepEqual(
         sessions().map((i) => i.label),
-        ['$(arrow-right) Second session', 'Make a.py print new'],
-        "this workspace's, newest first, the current one marked; not the other project's",
+        ['Make a.py print new'],
+        "this workspace's stored ones, newest first; not the other project's",
     );
-    assert.match(sessions()[1].description, /^2 turns · /);
-    assert.equal(sessions()[1].detail, sessions()[1].session.sessionId);
+    assert.match(sessions()[0].description, /^2 turns · /);
+    assert.equal(sessions()[0].detail, sessions()[0].session.sessionId);
     const toAll = picker.items[picker.items.length - 1];
     assert.equal(toAll.label, '$(folder-library) Sessions of every workspace');
 
     // every workspace: the other project's session too, each with its folder
     picker.accept(toAll);
-    await waitFor(() => (!picker.busy && sessions().length === 3) || undefined, "every workspace's sessions");
+    await waitFor(() => (!picker.busy && sessions().length === 2) || undefined, "every workspace's sessions");
     assert.equal(picker.title, 'Agent Host: Sessions of every workspace');
+    assert.equal(picker.items[0].label, '$(arrow-right) Second session', 'the current one still on top');
+    assert.ok(picker.items[0].detail.includes(`${path.basename(dir)}${path.sep}project · `), picker.items[0].detail);
     const [newest, ...mine] = sessions();
     assert.equal(newest.label, 'Elsewhere');
     assert.equal(newest.session.sessionId, theirs);
@@ -255,7 +264,7 @@ test("List Sessions shows this workspace's sessions, every workspace's on reques
     }
     assert.equal(picker.items[picker.items.length - 1].label, '$(folder) Sessions of project only');
 
-    picker.accept(mine[1]);
+    picker.accept(mine[0]);
     await listing;
     const state = await waitFor(() => {
         const s = lastRender();
@@ -270,6 +279,24 @@ test("List Sessions shows this workspace's sessions, every workspace's on reques
     assert.equal(state.entries[1].text, 'Say something slowly');
     assert.equal(state.cost, '$0.0000', 'the cost this window saw is kept');
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
+});
+
+test('a new session, once prompted, is listed once: stored, current, no longer the pending top item', async () => {
+    ui.inputs.push('Third session');
+    await ui.commands.get('agentHost.newSession')!();
+    ui.inputs.push('Say hello');
+    await ui.commands.get('agentHost.sendPrompt')!();
+    const shown = ui.quickPicks.length;
+    const listing = ui.commands.get('agentHost.listSessions')!();
+    const picker = await waitFor(() => {
+        const p = ui.quickPicks.length > shown ? ui.quickPicks[ui.quickPicks.length - 1] : undefined;
+        return p && !p.busy && p.items.some((i) => i.session) ? p : undefined;
+    }, 'the loaded session list');
+    const labels = picker.items.filter((i) => i.session || i.pending).map((i) => i.label);
+    assert.deepEqual(labels, ['$(arrow-right) Third session', 'Make a.py print new']);
+    assert.ok(picker.items[0].session && !picker.items[0].pending, 'listed as the stored session it now is');
+    picker.hide();
+    await listing;
 });
 
 test('Restart Server stops the client cleanly: no restart notices, exit code 0 is no error', async () => {

@@ -178,4 +178,16 @@ test('Close Session: the chat starts afresh, the next prompt starts a new sessio
     await ui.commands.get('agentHost.closeSession')!(); // the new one
     await ui.commands.get('agentHost.closeSession')!();
     assert.equal(ui.messages[ui.messages.length - 1].message, 'Agent Host: no current session to close.');
+
+    // a session is stored from its first prompt: one closed before it is said to be gone
+    ui.inputs.push('Never prompted');
+    await ui.commands.get('agentHost.newSession')!();
+    const unprompted = (await rendered((s) => s.title === 'Never prompted', 'the new session')).sessionId!;
+    await ui.commands.get('agentHost.closeSession')!();
+    assert.equal(
+        ui.messages[ui.messages.length - 1].message,
+        'Agent Host: closed Never prompted; it had no prompt, so nothing of it was stored. The next prompt starts a new session.',
+    );
+    assert.ok(!(await api.listAll()).some((s) => s.sessionId === unprompted));
+    assert.deepEqual(errors(), []);
 });

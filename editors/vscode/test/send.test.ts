@@ -181,14 +181,18 @@ test('send streams the turn in order and answers with its result', async () => {
     }
 });
 
-test('list pages with limit and nextCursor', async () => {
-    const f = await serve({ steps: [] });
+test('list pages with limit and nextCursor; a session with no prompt is listed nowhere', async () => {
+    const f = await serve({ steps: [{ text: 'ok' }] });
     try {
         const { api } = f.client;
         const ids = [];
         for (const title of ['one', 'two', 'three']) {
             ids.push((await api.newSession({ title })).sessionId);
+            // a session is stored, and listed, from its first prompt
+            await api.send({ sessionId: ids[ids.length - 1], prompt: title });
         }
+        const unprompted = (await api.newSession({ title: 'never prompted' })).sessionId;
+        assert.ok(!(await api.listAll(1)).some((s) => s.sessionId === unprompted));
         const first = await api.list({ limit: 2 });
         assert.equal(first.sessions.length, 2);
         assert.notEqual(first.nextCursor, null);
@@ -207,11 +211,14 @@ test('list pages with limit and nextCursor', async () => {
 });
 
 test('list with a workspace: the sessions started in that folder, each naming its folder', async () => {
-    const here = await serve({ steps: [] });
-    const there = await serve({ steps: [], store: here.store });
+    const here = await serve({ steps: [{ text: 'ok' }] });
+    const there = await serve({ steps: [{ text: 'ok' }], store: here.store });
     try {
         const mine = (await here.client.api.newSession({ title: 'here' })).sessionId;
         const theirs = (await there.client.api.newSession({ title: 'there' })).sessionId;
+        // (prompted: a session is listed from its first prompt)
+        await here.client.api.send({ sessionId: mine, prompt: 'hi' });
+        await there.client.api.send({ sessionId: theirs, prompt: 'hi' });
         const folders = new Map([
             [mine, fs.realpathSync(here.root)],
             [theirs, fs.realpathSync(there.root)],

@@ -87,11 +87,12 @@ test("session/list lists the stored sessions, filtered by cwd", async () => {
   const other = path.join(dir.root, "other");
   fs.mkdirSync(other);
   try {
-    const got = await withAgent(dir, { steps: [{ text: "Hello." }] }, async (ctx) => {
+    const got = await withAgent(dir, { steps: [{ text: "Hello." }, { text: "Hi." }] }, async (ctx) => {
       const here = await newSession(ctx, dir);
       await say(ctx, here, "first prompt");
       const elsewhere = (await ctx.request(methods.agent.session.new, { cwd: other, mcpServers: [] }))
         .sessionId;
+      await say(ctx, elsewhere, "hello"); // issue 23: a session is listed from its first prompt
       return {
         here,
         elsewhere,

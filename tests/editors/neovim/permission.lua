@@ -90,6 +90,31 @@ H.wait("the new session", 10000, function()
 end)
 H.record("new_session", { old = old, new = inst.session_id })
 H.record("chat_after_new", H.chat_text())
+-- Issue 23: a session is stored, and listed, from its first prompt. Before it,
+-- :AgentSessions shows the current one on top (not from session/list).
+local function look(command)
+  local asked = #H.questions
+  table.insert(H.answers, function()
+    return nil -- just looking: dismissed
+  end)
+  vim.cmd(command)
+  H.wait(command .. "'s list", 20000, function()
+    return #H.questions > asked
+  end)
+  return H.questions[#H.questions]
+end
+local unlisted
+require("agent_host.client").request(inst, "session/list", vim.empty_dict(), function(_, result)
+  unlisted = result
+end)
+H.wait("the list before the prompt", 10000, function()
+  return unlisted ~= nil
+end)
+H.record("sessions_before_prompt", unlisted.sessions)
+H.record("picker_before_prompt", look("AgentSessions"))
+vim.cmd("AgentSend hello again")
+H.wait_idle("the new session's first turn")
+H.record("picker_after_prompt", look("AgentSessions"))
 local list
 require("agent_host.client").request(inst, "session/list", vim.empty_dict(), function(_, result)
   list = result
@@ -98,4 +123,16 @@ H.wait("the list", 10000, function()
   return list ~= nil
 end)
 H.record("sessions", list.sessions)
+
+-- :AgentNew then :AgentClose before any prompt: nothing of it was stored
+local kept = inst.session_id
+vim.cmd("AgentNew never prompted")
+H.wait("the unprompted session", 10000, function()
+  return inst.session_id ~= kept
+end)
+vim.cmd("AgentClose")
+H.wait("the unprompted session to be closed", 10000, function()
+  return inst.session_id == nil
+end)
+H.record("closed_unprompted_chat", H.chat_text())
 H.done()

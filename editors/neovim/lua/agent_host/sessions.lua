@@ -27,6 +27,9 @@ function M.new_session(title, on_done)
     end
     inst.session_id = result.sessionId
     inst.total_cost = nil
+    -- Stored (and listed) from its first prompt: until then :AgentSessions shows it
+    -- from here (turn.lua lets go of this at the first :AgentSend).
+    inst.unprompted = { sessionId = result.sessionId, title = params.title or "", pending = true }
     chat.clear(inst, "# Session " .. result.sessionId)
     client.changed()
     notify("new session " .. result.sessionId)
@@ -58,6 +61,9 @@ end
 local function session_label(s)
   local title = (s.title or ""):gsub("%s+", " ")
   title = compat.truncate(title, 60)
+  if s.pending then
+    return ("%s  (current, new: stored from its first prompt)  %s"):format(title ~= "" and title or "New session", s.sessionId)
+  end
   return ("%s  (%d turn%s, %s)  %s"):format(
     title ~= "" and title or "(untitled)",
     s.turns or 0,
@@ -173,20 +179,22 @@ function M.close(on_done)
       client.finish_turn(inst, turn)
       pcall(turn.done, nil, nil)
     end
+    -- a session is stored from its first prompt: one closed before it is gone
+    local kept, told = "it stays stored: :AgentSessions resumes it", "it stays stored (:AgentSessions resumes it)"
+    if inst.unprompted and inst.unprompted.sessionId == session_id then
+      kept = "it had no prompt, so nothing of it was stored"
+      told = kept
+      inst.unprompted = nil
+    end
     if inst.session_id == session_id then
       inst.session_id = nil
       inst.total_cost = nil
       inst.last_result = nil
       chat.clear(inst)
-      chat.note(
-        inst,
-        ("Closed session %s (it stays stored: :AgentSessions resumes it). The next :AgentSend starts a new session."):format(
-          session_id
-        )
-      )
+      chat.note(inst, ("Closed session %s (%s). The next :AgentSend starts a new session."):format(session_id, kept))
       client.changed()
     end
-    notify(("closed %s; it stays stored (:AgentSessions resumes it)"):format(session_id))
+    notify(("closed %s; %s"):format(session_id, told))
     if on_done then
       on_done(session_id)
     end
@@ -195,7 +203,8 @@ end
 
 --- Pick a stored session with vim.ui.select and resume it. The sessions
 --- started in the current root; with opts.all, those of every workspace
---- (:AgentSessions!), each labelled with its folder.
+--- (:AgentSessions!), each labelled with its folder. A session is listed from
+--- its first prompt: the current one before it (:AgentNew) is the first item.
 function M.sessions(on_done, opts)
   local all = opts ~= nil and opts.all == true
   local inst = util.current()
@@ -206,6 +215,19 @@ function M.sessions(on_done, opts)
       return fail("session/list")(err)
     end
     local sessions = result.sessions or {}
+    -- The current session before its first prompt is stored nowhere yet: on top.
+    local pending = inst.unprompted
+    if pending and pending.sessionId == inst.session_id then
+      for _, s in ipairs(sessions) do
+        if s.sessionId == pending.sessionId then
+          pending = nil
+          break
+        end
+      end
+      if pending then
+        table.insert(sessions, 1, vim.tbl_extend("force", pending, { workspace = inst.root }))
+      end
+    end
     if #sessions == 0 then
       if all then
         notify("no stored sessions")
@@ -219,7 +241,12 @@ function M.sessions(on_done, opts)
       kind = "agent_host.session",
       format_item = all and session_label_with_workspace or session_label,
     }, function(choice)
-      if choice then
+      if choice and choice.pending then
+        chat.open(inst, false) -- already the current session
+        if on_done then
+          on_done({ sessionId = choice.sessionId, turns = 0 })
+        end
+      elseif choice then
         util.api().resume(choice.sessionId, on_done)
       end
     end)

@@ -95,6 +95,9 @@ function M.send(prompt, opts)
       return
     end
     turn.session_id = session_id
+    if inst.unprompted and inst.unprompted.sessionId == session_id then
+      inst.unprompted = nil -- stored from this prompt on: session/list has it
+    end
     turn.phase = "running"
     inst.activity = "thinking"
     client.changed()

@@ -65,7 +65,9 @@ export class SessionCommands {
      * A quick pick of the stored sessions of the first workspace folder (the one the
      * server works on), as `codex resume` and `claude --resume` list the current
      * project's; its last item switches to the sessions of every workspace (each
-     * with its folder) and back. Picking a session resumes it.
+     * with its folder) and back. Picking a session resumes it. A session is listed
+     * from its first prompt: the current one before it is the top item (picking it
+     * goes back to its chat).
      */
     async listSessions(): Promise<void> {
         const { state } = this.ui;
@@ -74,7 +76,7 @@ export class SessionCommands {
         if (!folder) {
             throw new Error('Open a folder first: the agent works on the files of the first workspace folder.');
         }
-        type Item = vscode.QuickPickItem & { session?: SessionSummary; more?: boolean; everyWorkspace?: boolean };
+        type Item = vscode.QuickPickItem & { session?: SessionSummary; pending?: boolean; more?: boolean; everyWorkspace?: boolean };
         const picker = vscode.window.createQuickPick<Item>();
         picker.matchOnDescription = true;
         picker.matchOnDetail = true;
@@ -85,6 +87,11 @@ export class SessionCommands {
         let loaded = false;
         /** Bumped when the list starts over, so that a page of the old list is dropped. */
         let generation = 0;
+        /** No prompt in its chat yet: not stored, so listed nowhere. */
+        const unprompted = (sessionId: string) => {
+            const chat = state.transcripts.get(sessionId);
+            return chat !== undefined && !chat.entries.some((e) => e.role === 'user');
+        };
         const show = () => {
             picker.title = everyWorkspace ? 'Agent Host: Sessions of every workspace' : `Agent Host: Sessions of ${folder.name}`;
             picker.placeholder =
@@ -93,13 +100,26 @@ export class SessionCommands {
                     : everyWorkspace
                       ? 'No stored sessions'
                       : `No sessions of ${folder.name} yet; pick "Sessions of every workspace" for the others`;
-            const items: Item[] = sessions.map((s) => ({
+            const items: Item[] = [];
+            // The current session before its first prompt: not stored yet, so in no
+            // listing (issue 23); shown at the top so that the picker still has it,
+            // until the listing has it.
+            const current = state.current;
+            if (current && !sessions.some((s) => s.sessionId === current) && unprompted(current)) {
+                items.push({
+                    label: `$(arrow-right) ${state.titles.get(current) || 'New session'}`,
+                    description: 'new · stored from its first prompt',
+                    detail: everyWorkspace ? `${folderText(folder.uri.fsPath)} · ${current}` : current,
+                    pending: true,
+                });
+            }
+            items.push(...sessions.map((s) => ({
                 label: `${s.sessionId === state.current ? '$(arrow-right) ' : ''}${s.title || '(untitled)'}`,
                 description: `${s.turns} turn${s.turns === 1 ? '' : 's'} · ${new Date(s.updatedAt).toLocaleString()}`,
                 detail: everyWorkspace ? `${folderText(s.workspace)} · ${s.sessionId}` : s.sessionId,
                 session: s,
                 buttons: [deleteButton],
-            }));
+            })));
             if (cursor !== null) {
                 items.push({ label: '$(ellipsis) Load more…', more: true, alwaysShow: true });
             }
@@ -155,6 +175,11 @@ export class SessionCommands {
                 }
                 if (item?.everyWorkspace !== undefined) {
                     startOver(item.everyWorkspace).catch((err) => this.ui.showError(err));
+                    return;
+                }
+                if (item?.pending) {
+                    picker.hide(); // already the current one: back to its chat
+                    this.ui.chat.reveal().catch((err) => this.ui.showError(err));
                     return;
                 }
                 resolve(item?.session);
@@ -254,13 +279,16 @@ export class SessionCommands {
             return;
         }
         const api = await this.ui.server.ensureStarted();
+        // A session is stored from its first prompt: one closed before it is gone.
+        const stored = state.transcripts.get(sessionId)?.entries.some((e) => e.role === 'user') ?? true;
         await api.close(sessionId);
         this.ui.log(`closed ${sessionId}`);
         if (state.current === sessionId) {
             await state.setCurrent(undefined);
         }
+        const kept = stored ? 'it stays stored (List Sessions resumes it)' : 'it had no prompt, so nothing of it was stored';
         void vscode.window.showInformationMessage(
-            `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; it stays stored (List Sessions resumes it). The next prompt starts a new session.`,
+            `Agent Host: closed ${state.titles.get(sessionId) ?? sessionId}; ${kept}. The next prompt starts a new session.`,
         );
     }
 
