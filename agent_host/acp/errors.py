@@ -17,7 +17,7 @@ from acp import RequestError
 from pydantic import ValidationError
 
 from ..jsonrpc.limits import REPORTED_PROBLEMS, clip
-from ..service.errors import ErrorKind, describe
+from ..service.errors import ErrorKind, ErrorReport, describe
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ it has one: JSON-RPC's, and -32002 "Resource not found" for an unknown session.
 ACP claims the whole server-error range (-32000..-32099) for its own codes -- it
 has added to it since v1 -- so ours are outside it, in the range JSON-RPC leaves
 to applications: the LSP dialect's number plus 1000 (its -32007 model error is
--31007 here), the kinds grouped under one code as there. ``data.error`` names the
-error's type either way."""
+-31007 here), the kinds grouped under one code as there. ``data.kind`` names the
+error's type either way; ``data.error`` repeats the message, because clients show it
+in place of ``message`` when present (CodeCompanion.nvim shows ``data.error`` alone)."""
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -78,7 +79,16 @@ def to_request_error(exc: Exception) -> RequestError:
     if report.kind is ErrorKind.INTERNAL:
         log.error("internal error", exc_info=exc)
         return RequestError(INTERNAL_ERROR, f"{report.message}; the agent's stderr has the details")
-    return RequestError(CODES[report.kind], report.message, report.data)
+    return RequestError(CODES[report.kind], report.message, _data(report))
+
+
+def _data(report: ErrorReport) -> dict[str, Any] | None:
+    """The error's ``data`` on ACP: the type as ``kind``, and as ``error`` the message
+    a client may show instead of ``message`` (the convention CodeCompanion reads)."""
+    if report.data is None or "error" not in report.data:
+        return report.data
+    data = {k: v for k, v in report.data.items() if k != "error"}
+    return {**data, "kind": report.data["error"], "error": report.message}
 
 
 def invalid_params(field: str, problem: str) -> RequestError:

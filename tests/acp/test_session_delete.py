@@ -71,7 +71,7 @@ def test_session_delete_is_advertised_and_deletes_the_stored_session(agent, work
     assert sid not in after
     for gone in (load, again, unknown):
         assert gone["code"] == -32002, gone
-        assert gone["data"] == {"error": "SessionNotFound"}, gone
+        assert gone["data"] == {"kind": "SessionNotFound", "error": gone["message"]}, gone
     assert "no-such-session" in unknown["message"]
     assert no_id["code"] == -32602 and "sessionId" in no_id["message"], no_id
 
@@ -101,6 +101,6 @@ def test_session_delete_while_a_turn_runs_is_turn_in_progress(agent, workspace):
     ended = agent.response(slow, timeout=60)
 
     assert busy["code"] == CODES[ErrorKind.TURN_IN_PROGRESS] == -31006, busy
-    assert busy["data"] == {"error": "TurnInProgress"}, busy
+    assert busy["data"] == {"kind": "TurnInProgress", "error": busy["message"]}, busy
     assert ended is not None and ended["result"]["stopReason"] == "cancelled", ended
     assert sid in listed(agent), "a refused delete leaves the session"

@@ -183,7 +183,8 @@ async def test_an_unknown_session_is_acps_resource_not_found(spawn, workspace):
                 await attempt
             # ACP's -32002 "Resource not found"; data names our kind.
             assert missing.value.code == -32002, (name, missing.value)
-            assert missing.value.data == {"error": "SessionNotFound"}, (name, missing.value.data)
+            assert missing.value.data["kind"] == "SessionNotFound", (name, missing.value.data)
+            assert missing.value.data["error"] == str(missing.value), (name, missing.value.data)
 
 
 async def test_embedded_resources_and_links_reach_the_prompt(spawn, workspace):
