@@ -153,6 +153,7 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
         done.unreverted_buffers,
         done.conflicts,
         done.not_captured,
+        done.not_restored,
     )
 
 
@@ -160,7 +161,11 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
 async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.UndoRestoreResult:
     done = await server.sessions().undo_restore(params.session_id)
     return rpc.UndoRestoreResult(
-        done.restored_files, done.restored_events, done.unreverted_buffers, done.conflicts
+        done.restored_files,
+        done.restored_events,
+        done.unreverted_buffers,
+        done.conflicts,
+        done.not_restored,
     )
 
 

@@ -20,7 +20,14 @@ from . import capture_log
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, LeaseLost, ToolError
+from .errors import (
+    AgentHostError,
+    CheckpointConflictError,
+    FileTooLarge,
+    LeaseLost,
+    ToolError,
+    WriteRefused,
+)
 from .limits import MAX_FILE_BYTES
 from .model import (
     RAW_ARGUMENTS_KEY,
@@ -39,7 +46,7 @@ from .session_folder import session_started
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool, tool_named
 from .tools.files import too_large_to_change
-from .workspace import CommandResult, Workspace, unsaved_bytes
+from .workspace import CommandResult, DelegatingWorkspace, Workspace, unsaved_bytes
 
 if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk folders
     from .capture import WorkspaceIndex
@@ -326,7 +333,14 @@ class _Turn:
         """Write-ahead: the old and new content are stored and logged before the write.
 
         ``before`` is the file on disk; an open editor buffer with unsaved edits is
-        kept too (``buffer_before``), so a restore brings back both.
+        kept too (``buffer_before``), so a restore brings back both. Where an editor
+        writes (ACP's ``fs/write_text_file``), what landed is read back after --
+        whether the write succeeded, failed or was refused -- and, when it is not
+        what was logged (the editor normalised it, refused it, left it unsaved), a
+        second snapshot of the file records what is there (:meth:`_landed`). A crash
+        between the two leaves the first: the restore's normalisation rule
+        (:func:`~.workspace.as_normalised`) counts the editor's version as the
+        agent's, and a refused write left the file at ``before``, its checkpoint's.
         """
         workspace = self.settings.workspace
         real = workspace.resolve(path)
@@ -352,10 +366,39 @@ class _Turn:
             buffer_before=None if unsaved is None else await blobs.put(unsaved),
         )
         await self.state.append([snapshot])
-        if data is None:
-            await workspace.delete(path)
-        else:
-            await workspace.write_bytes(path, data)
+        try:
+            if data is None:
+                await workspace.delete(path)
+            else:
+                await workspace.write_bytes(path, data)
+        except WriteRefused:
+            await self._landed(path, snapshot)
+            raise
+        if data is not None and isinstance(workspace, DelegatingWorkspace):
+            if workspace.editor_writes:
+                await self._landed(path, snapshot)
+
+    async def _landed(self, path: str, logged: ev.FileSnapshot) -> None:
+        """Record what an editor's write left, if it is not what ``logged`` says:
+        a snapshot from what was logged to what the disk (and the editor's buffer,
+        as unsaved text: ``buffer_after``) holds now, so the log's last word on the
+        file is what is there."""
+        workspace = self.settings.workspace
+        try:
+            disk = await workspace.read_disk(path, limit=MAX_FILE_BYTES)
+            unsaved = unsaved_bytes(await workspace.buffer_text(path), disk)
+        except (AgentHostError, OSError) as exc:  # too large now, a folder: left as logged
+            log.warning("cannot read back %s after the editor's write: %s", path, exc)
+            return
+        blobs = self.state.store.blobs
+        landed = None if disk is None else await blobs.put(disk)
+        unsaved_id = None if unsaved is None else await blobs.put(unsaved)
+        if (landed, unsaved_id) == (logged.after, None):
+            return
+        record = ev.FileSnapshot(
+            path=logged.path, before=logged.after, after=landed, buffer_after=unsaved_id
+        )
+        await self.state.append([record])
 
     async def close(self, stop_reason: str) -> None:
         """End the turn in the log: partial text kept, every open call answered."""

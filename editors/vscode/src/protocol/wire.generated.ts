@@ -273,6 +273,11 @@ export interface RestoreResult {
      * put back.
      */
     notCaptured?: string[];
+    /**
+     * Files the editor did not write (it refused or failed; ACP clients, which
+     * write the files), each with its reason: left as they are.
+     */
+    notRestored?: Record<string, string>;
 }
 
 export interface UndoRestoreResult {
@@ -281,6 +286,8 @@ export interface UndoRestoreResult {
     unrevertedBuffers?: string[];
     /** Files left as they are: changed since the restore wrote them. */
     conflicts?: string[];
+    /** Files the editor did not write, each with its reason. */
+    notRestored?: Record<string, string>;
 }
 
 export interface CompactParams {
