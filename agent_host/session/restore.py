@@ -51,14 +51,7 @@ from .errors import (
     WorkspaceMismatch,
     WriteRefused,
 )
-from .restore_files import (
-    as_left,
-    check_snapshots,
-    each,
-    files_now,
-    landed_as,
-    same_content,
-)
+from .restore_files import as_left, check_snapshots, each, files_now, jumps_back, landed_as
 from .session_folder import session_files
 from .state import SessionState
 from .workspace import (
@@ -188,7 +181,7 @@ async def undo_last_restore(
     if made:
         workspace = await _session_files(state, workspace)
     skip = _kept_by(state, restore)
-    changes, kept = await _jumps_back(workspace, state.store.blobs, made, skip, force)
+    changes, kept = await jumps_back(workspace, state.store.blobs, made, skip, force)
     _whole_or_none(kept, skip, partial)
     ready = await check_snapshots(state.store.blobs, changes, "undo the restore of")
     stayed = _index_from_end(state.timeline, restore)  # visible before and after it
@@ -319,46 +312,6 @@ def _buffer_id(text: str) -> str:
     return blob_id(text.encode(BUFFER_ENCODING, BUFFER_ERRORS))
 
 
-async def _jumps_back(
-    workspace: Workspace,
-    blobs: BlobStore,
-    made: list[ev.FileSnapshot],
-    skip: set[str],
-    force: bool = False,
-) -> tuple[list[ev.FileSnapshot], list[str]]:
-    """The jumps that undo a restore's ``made`` changes, and the paths kept: those
-    the restore did not write (``skip``) or that changed since it wrote them
-    (unless ``force``)."""
-    jumps: list[ev.FileSnapshot] = []
-    kept: list[str] = []
-    found = await files_now(workspace, blobs, [change.path for change in made])
-    for change, (current_id, unsaved_id, _) in zip(made, found, strict=True):
-        # As the restore left it: its content (as an editor may have normalised
-        # it), or the unsaved text it gave the buffer, saved since (the user
-        # keeping what the restore brought back).
-        left = {change.after, change.buffer_after} if change.buffer_after else {change.after}
-        if change.path in skip or (
-            not force
-            and current_id not in left
-            and not await same_content(blobs, change.after, current_id)
-        ):
-            kept.append(change.path)
-            continue
-        jumps.append(
-            ev.FileSnapshot(
-                path=change.path,
-                before=current_id,
-                after=change.before,
-                buffer_before=unsaved_id,
-                jump=True,
-                buffer_after=change.buffer_before,
-                executable_before=change.executable_after,
-                executable_after=change.executable_before,
-            )
-        )
-    return jumps, kept
-
-
 def _whole_or_none(kept: list[str], skip: set[str], partial: bool) -> None:
     changed = [path for path in kept if path not in skip]
     if changed and not partial:
@@ -402,7 +355,7 @@ async def _undo_cut_restore(
         )
     if made:
         workspace = await _session_files(state, workspace)
-    changes, kept = await _jumps_back(workspace, state.store.blobs, made, set(), force)
+    changes, kept = await jumps_back(workspace, state.store.blobs, made, set(), force)
     _whole_or_none(kept, set(), partial)
     ready = await check_snapshots(state.store.blobs, changes, "undo the restore of")
     back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]

@@ -1,7 +1,8 @@
 """A restore's reads: the files as they are now, stored for the undo, and
 whether each is as the session left it (exactly, or as an editor normalised it,
 :func:`~.workspace.as_normalised`); and the check that every snapshot a restore
-would write is whole before anything is recorded."""
+would write is whole before anything is recorded; and the jumps that undo a
+restore (:func:`jumps_back`)."""
 
 from __future__ import annotations
 
@@ -124,3 +125,43 @@ async def files_now(
             unsaved_id = None if unsaved is None else next(ids)
             out.append((disk_id, unsaved_id, buffer is not None))
     return out
+
+
+async def jumps_back(
+    workspace: Workspace,
+    blobs: BlobStore,
+    made: list[ev.FileSnapshot],
+    skip: set[str],
+    force: bool = False,
+) -> tuple[list[ev.FileSnapshot], list[str]]:
+    """The jumps that undo a restore's ``made`` changes, and the paths kept: those
+    the restore did not write (``skip``) or that changed since it wrote them
+    (unless ``force``)."""
+    jumps: list[ev.FileSnapshot] = []
+    kept: list[str] = []
+    found = await files_now(workspace, blobs, [change.path for change in made])
+    for change, (current_id, unsaved_id, _) in zip(made, found, strict=True):
+        # As the restore left it: its content (as an editor may have normalised
+        # it), or the unsaved text it gave the buffer, saved since (the user
+        # keeping what the restore brought back).
+        left = {change.after, change.buffer_after} if change.buffer_after else {change.after}
+        if change.path in skip or (
+            not force
+            and current_id not in left
+            and not await same_content(blobs, change.after, current_id)
+        ):
+            kept.append(change.path)
+            continue
+        jumps.append(
+            ev.FileSnapshot(
+                path=change.path,
+                before=current_id,
+                after=change.before,
+                buffer_before=unsaved_id,
+                jump=True,
+                buffer_after=change.buffer_before,
+                executable_before=change.executable_after,
+                executable_after=change.executable_before,
+            )
+        )
+    return jumps, kept
