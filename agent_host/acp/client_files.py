@@ -162,6 +162,7 @@ class ClientWorkspace(DelegatingWorkspace):
             await self.disk.check(path, expect)
         conn, session_id = client
         shown = self.relative(self.resolve(path))
+        await self.disk.make_parents(path)  # folders only: no buffer visits them
         try:
             await asyncio.wait_for(
                 conn.write_text_file(

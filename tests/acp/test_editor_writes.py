@@ -64,6 +64,8 @@ class Editor(RecordingClient):
         self.writes.append((path, content))
         file = Path(path)
         on_disk = file.read_text() if file.exists() else None
+        if not file.parent.is_dir():
+            raise acp.RequestError(-32603, f"File write failed for {path}: ENOENT")
         if path in self.visited and on_disk != self.visited[path]:
             self.questions.append(f"{file.name} changed on disk; really edit the buffer?")
             raise acp.RequestError(-32603, CANCELLED)
@@ -108,6 +110,21 @@ async def test_a_tool_edit_is_one_editor_write_the_disk_not_written_first(spawn,
     assert a.read_text() == "v1\n"
     [update] = finished(editor, sid)
     assert update.status == "completed"
+
+
+async def test_a_new_file_in_a_new_folder_gets_its_folder_before_the_editor_writes_it(
+    spawn, workspace
+):
+    # Editors write into an existing folder (CodeCompanion's write fails otherwise).
+    editor = Editor()
+    new = {"name": "write_file", "arguments": {"path": "pkg/sub/new.py", "content": "n = 1\n"}}
+    steps = [{"tool_calls": [new]}, {"text": "Wrote it."}]
+    async with spawn(steps, "--approval", "auto", client=editor, capabilities=FS) as (conn, _):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "add pkg/sub/new.py")
+
+    assert [u.status for u in finished(editor, sid)] == ["completed"]
+    assert (workspace / "pkg" / "sub" / "new.py").read_text() == "n = 1\n"
 
 
 async def test_rewind_and_undo_through_an_editor_that_adds_a_final_newline(spawn, workspace):

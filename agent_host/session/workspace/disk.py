@@ -129,6 +129,11 @@ class DiskWorkspace:
         someone else (an editor) makes, checked just before it is asked to."""
         await asyncio.to_thread(_check_file, self.roots, self.resolve(path), path, expect)
 
+    async def make_parents(self, path: str) -> None:
+        """Create the folders the file would be in, as a write does: an editor asked
+        to write a new file in a new folder may not create it."""
+        await asyncio.to_thread(_make_parents, self.roots, self.resolve(path), path)
+
     async def set_executable(self, path: str, executable: bool) -> None:
         """Set or clear the file's exec bits (as a write's ``executable`` does), for
         a file an editor wrote; a file that is not there is left so."""
@@ -296,6 +301,15 @@ def _check_file(roots: list[Path], real: Path, shown: str, expect: IfContent) ->
     except (FileNotFoundError, NotADirectoryError):
         if expect.blob is not None:
             raise FileChanged(shown, None) from None
+
+
+def _make_parents(roots: list[Path], real: Path, shown: str) -> None:
+    root, folders, _ = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "written", create=True):
+            pass
+    except NotADirectoryError:
+        raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
 
 
 def _chmod_file(roots: list[Path], real: Path, shown: str, executable: bool) -> None:
