@@ -271,3 +271,26 @@ def test_what_counts_as_an_editor_s_normalisation():
     assert not as_normalised(b"a\nb\n", b"a\nb\n\n\n")  # two blank lines: the user's
     assert not as_normalised(b"a\nb\n", b"a\n\nb\n")
     assert not as_normalised(b"", None) and not as_normalised(None, b"")
+
+
+async def test_a_crlf_file_read_back_as_lf_is_no_unsaved_buffer(spawn, workspace):
+    # CodeCompanion reads CRLF files as LF: that is the file, not unsaved text the
+    # rewind would have to give back (and over ACP could not).
+    editor = Editor()
+    a = workspace / "a.txt"
+    a.write_bytes(b"x\r\ny\r\n")
+    steps = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "v1\n"}}]},
+        {"text": "Wrote v1."},
+    ]
+    async with spawn(steps, "--approval", "auto", client=editor, capabilities=FS) as (conn, _):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "write v1")
+        seq = (await conn.ext_method("agent-host/checkpoints", {"sessionId": sid}))["checkpoints"][
+            0
+        ]["seq"]
+        restored = await conn.ext_method("agent-host/restore", {"sessionId": sid, "seq": seq})
+
+    assert restored["restoredFiles"] == ["a.txt"] and restored["conflicts"] == []
+    assert restored["unrevertedBuffers"] == [], restored
+    assert editor.writes[-1] == (str(a.resolve()), "x\r\ny\r\n")
