@@ -8,7 +8,6 @@ the turn limit -- every tool call in the log gets a result and a TurnEnd closes 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,6 +39,7 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
+from .proposal import propose
 from .protected_paths import protected_reason
 from .redaction import mask, mask_output
 from .session_folder import session_started
@@ -55,8 +55,6 @@ if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk f
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
-DIFF_MAX_CHARS = 1 << 20
-"""An edit's permission prompt shows no diff past this size (old and new together)."""
 T = TypeVar("T")
 
 
@@ -245,7 +243,7 @@ class _Turn:
         if request.kind == "edit":
             protected_path, request.protected = self._protected(call.arguments.get("path"))
         if request.kind == "edit" and self.settings.gate.verdict(request):
-            await _propose(request, workspace)  # only for a prompt
+            await propose(request, workspace)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
                 f"The arguments of your {call.name} call were not valid JSON: "
@@ -435,38 +433,3 @@ class _Turn:
             usage=self.usage,
             cost=self.cost,
         )
-
-
-async def _propose(request: PermissionRequest, workspace: Workspace) -> None:
-    """What an edit tool would do, for the permission prompt: the file's text
-    before and after (the tool's preview) and a unified diff of the two."""
-    tool = tool_named(request.tool)
-    args = request.arguments
-    path = args.get("path")
-    if tool is None or tool.preview is None or not isinstance(path, str):
-        return
-    try:
-        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
-    except (AgentHostError, OSError) as exc:  # the tool call will report it; ask without a diff
-        log.info("no diff in the permission prompt for %s of %r: %s", request.tool, path, exc)
-        return
-    try:
-        request.before = None if old_bytes is None else old_bytes.decode("utf-8")
-    except UnicodeDecodeError:
-        pass  # not text: no side-by-side view, but a diff of what it would be
-    old = (old_bytes or b"").decode("utf-8", "replace")
-    new = tool.preview(args, old if old_bytes is not None else None)
-    if new is None:
-        return
-    if request.before is not None or old_bytes is None:
-        request.after = new
-    if len(old) + len(new) > DIFF_MAX_CHARS:
-        return None  # difflib on megabytes takes seconds; the prompt goes without
-
-    def diff() -> str:
-        lines = difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-        )
-        return "".join(lines)
-
-    request.diff = await asyncio.to_thread(diff)
