@@ -66,8 +66,9 @@ async def _rewind(service: SessionService, session_id: str, arg: str) -> str:
     if result.not_captured:
         text += f" Not restored (never captured): {', '.join(result.not_captured)}."
     text += _not_restored(result.not_restored)
-    text += _conflicts(result.conflicts, f"/rewind {target.seq} {FORCE}")
-    return text + " Load the session again to see the conversation."
+    text += " Load the session again to see the conversation."
+    # Last, so that the message ends with exactly what to type.
+    return text + _conflicts(result.conflicts, f"/rewind {target.seq} {FORCE}")
 
 
 def _target(checkpoints: list[Checkpoint], arg: str) -> Checkpoint | None:

@@ -166,6 +166,7 @@ async def test_a_real_user_edit_is_kept_and_rewind_force_overwrites_it(spawn, wo
         forced, after_forced = editor.text(sid), a.read_text()
 
     assert "Kept as they are" in kept and "a.py" in kept
+    assert kept.endswith(force_hint(kept)), kept  # the message ends with what to type
     assert after_kept == "v1\nmine\n"
     assert "restored 1 file (a.py)" in forced and "Kept" not in forced, forced
     assert after_forced == "print('a')\n\n"
