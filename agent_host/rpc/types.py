@@ -99,6 +99,14 @@ class SessionParams:
 
 
 @attrs.define
+class UndoRestoreParams:
+    session_id: str
+    force: bool = False
+    """Also take back files changed since the restore wrote them (they are kept
+    otherwise, listed in ``conflicts``)."""
+
+
+@attrs.define
 class ListParams:
     limit: int | None = None
     cursor: str | None = None

@@ -295,3 +295,27 @@ async def test_a_crlf_file_read_back_as_lf_is_no_unsaved_buffer(spawn, workspace
     assert restored["restoredFiles"] == ["a.txt"] and restored["conflicts"] == []
     assert restored["unrevertedBuffers"] == [], restored
     assert editor.writes[-1] == (str(a.resolve()), "x\r\ny\r\n")
+
+
+async def test_undo_restore_by_extension_method_keeps_a_changed_file_unless_forced(
+    spawn, workspace
+):
+    editor = Editor()
+    a = workspace / "a.py"
+    async with spawn(STEPS, "--approval", "auto", client=editor, capabilities=FS) as (conn, _):
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "write v1")
+        seq = (await conn.ext_method("agent-host/checkpoints", {"sessionId": sid}))["checkpoints"][
+            0
+        ]["seq"]
+        await conn.ext_method("agent-host/restore", {"sessionId": sid, "seq": seq})
+        editor.user_saves(a, "mine\n")
+        kept = await conn.ext_method("agent-host/undoRestore", {"sessionId": sid})
+        after_kept = a.read_text()
+        await conn.ext_method("agent-host/restore", {"sessionId": sid, "seq": seq, "force": True})
+        editor.user_saves(a, "mine again\n")
+        forced = await conn.ext_method("agent-host/undoRestore", {"sessionId": sid, "force": True})
+
+    assert kept["conflicts"] == ["a.py"] and after_kept == "mine\n"  # partial, as before
+    assert forced["restoredFiles"] == ["a.py"] and forced["conflicts"] == []
+    assert a.read_text() == "mine\n"  # what the forced restore found there

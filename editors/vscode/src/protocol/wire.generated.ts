@@ -52,7 +52,7 @@ export interface Methods {
     'session/delete': { params: SessionParams; result: null };
     'session/checkpoints': { params: SessionParams; result: CheckpointsResult };
     'session/restore': { params: RestoreParams; result: RestoreResult };
-    'session/undoRestore': { params: SessionParams; result: UndoRestoreResult };
+    'session/undoRestore': { params: UndoRestoreParams; result: UndoRestoreResult };
     'session/compact': { params: CompactParams; result: CompactResult };
     'session/fork': { params: ForkParams; result: ForkResult };
     'session/close': { params: SessionParams; result: null };
@@ -278,6 +278,15 @@ export interface RestoreResult {
      * write the files), each with its reason: left as they are.
      */
     notRestored?: Record<string, string>;
+}
+
+export interface UndoRestoreParams {
+    sessionId: string;
+    /**
+     * Also take back files changed since the restore wrote them (they are kept
+     * otherwise, listed in `conflicts`).
+     */
+    force?: boolean;
 }
 
 export interface UndoRestoreResult {
