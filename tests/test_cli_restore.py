@@ -41,6 +41,7 @@ def test_restore_files_only_and_conversation_only(project, store, script):
         "unrevertedBuffers": [],
         "conflicts": [],
         "notCaptured": [],
+        "notRestored": {},
     }
     assert (project / "greet.py").read_text() == ORIGINAL
 

@@ -10,11 +10,22 @@ the server folder's workspace before the client has said what it offers):
   (a client may answer "" for those, as if they existed empty) and a client that
   errs or stalls are read from the disk. ``buffer_text`` is the client's text when
   it differs from the disk: the engine's snapshots keep it as an unsaved buffer.
-- ``fs.writeTextFile``: **writes** go to the disk first (atomically, with the
-  conditional writes a restore makes: the disk stays the truth for snapshots and
-  tools), then to ``fs/write_text_file`` so the editor's buffer follows; a
-  restore sends the unsaved text the buffer had. ACP has no delete, so a deleted
-  file's buffer is left to the editor.
+- ``fs.writeTextFile``: **writes** of UTF-8 text go to ``fs/write_text_file``
+  only, never to the disk first: editors apply it to the buffer visiting the file
+  and save (agent-shell, CodeCompanion), and a disk changed under that buffer
+  makes Emacs ask "changed on disk; really edit the buffer?". A restore's
+  conditional write (``expect``) is checked against the disk just before the
+  client is asked; exec bits are set on disk after. A client that refuses or
+  fails the write (an error, a hang-up, no answer in :data:`FS_TIMEOUT`) raises
+  :class:`~agent_host.session.errors.WriteRefused` with its reason: the tool call
+  fails, a restore keeps the file. What landed may differ from what was sent
+  (CodeCompanion adds a final newline): the engine reads it back and records that
+  (see ``_change_file`` in :mod:`agent_host.session.turn`), and counts such
+  normalisation as the agent's (:func:`~agent_host.session.workspace.as_normalised`).
+  ``fs/write_text_file`` saves what it is given, so the unsaved text a restore
+  would give a buffer cannot go with it: the saved file is restored and the
+  buffer reported unreverted. Binary content is written to the disk, and deletes
+  too (ACP has no delete; a deleted file's buffer is left to the editor).
 - ``terminal``: **commands** run in the client's terminal (:mod:`.terminal`).
 
 Every client request needs the session it is for: each session has a workspace
@@ -30,9 +41,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp import Client
+from acp import Client, RequestError
 
-from ..session.errors import FileTooLarge
+from ..session.errors import FileTooLarge, WriteRefused
 from ..session.limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT, MAX_FILE_BYTES
 from ..session.workspace import (
     BUFFER_ENCODING,
@@ -41,6 +52,7 @@ from ..session.workspace import (
     DelegatingWorkspace,
     DiskWorkspace,
     IfContent,
+    as_normalised,
 )
 from . import terminal
 from .errors import CLIENT_FAILURES
@@ -98,8 +110,8 @@ class ClientWorkspace(DelegatingWorkspace):
         except FileTooLarge:
             return None
         text = await self._client_text(path, saved)
-        if text is None or text.encode(BUFFER_ENCODING, BUFFER_ERRORS) == saved:
-            return None
+        if text is None or as_normalised(saved, text.encode(BUFFER_ENCODING, BUFFER_ERRORS)):
+            return None  # the file, as the client shows it (CodeCompanion: CRLF as LF)
         return text
 
     async def _client_text(self, path: str, saved: bytes | None) -> str | None:
@@ -122,7 +134,11 @@ class ClientWorkspace(DelegatingWorkspace):
             return None
         return answer.content
 
-    # -- writes: the disk first, then the client
+    # -- writes: the client's, never the disk first
+
+    @property
+    def editor_writes(self) -> bool:
+        return self._client("write") is not None
 
     async def write_bytes(
         self,
@@ -133,17 +149,20 @@ class ClientWorkspace(DelegatingWorkspace):
         expect: IfContent | None = None,
         executable: bool | None = None,
     ) -> None:
-        await self.disk.write_bytes(path, data, expect=expect, executable=executable)
         client = self._client("write")
-        if client is None:
+        try:
+            text = None if client is None else data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None  # binary: not the client's to write as text
+        if client is None or text is None:
+            await self.disk.write_bytes(path, data, expect=expect, executable=executable)
             return
-        text = buffer
-        if text is None:
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                return  # binary: no buffer to bring along
+        if expect is not None:
+            # The condition is the disk's; the editor is asked only if it holds.
+            await self.disk.check(path, expect)
         conn, session_id = client
+        shown = self.relative(self.resolve(path))
+        await self.disk.make_parents(path)  # folders only: no buffer visits them
         try:
             await asyncio.wait_for(
                 conn.write_text_file(
@@ -152,8 +171,15 @@ class ClientWorkspace(DelegatingWorkspace):
                 FS_TIMEOUT,
             )
         except CLIENT_FAILURES as exc:
-            # The disk has it; only the editor's view lags, until it reloads the file.
-            log.warning("fs/write_text_file %s failed (%s): written to disk only", path, exc)
+            raise WriteRefused(shown, _reason(exc)) from None
+        if executable is not None:
+            await self.disk.set_executable(path, executable)
+        if buffer is not None and buffer != text:
+            # fs/write_text_file is "write this file": the editor saves what it is
+            # given, so unsaved text a restore would put back cannot go with it.
+            self.unsynced(
+                shown, "ACP cannot give a buffer unsaved text; the saved file was restored"
+            )
 
     async def delete(
         self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
@@ -185,3 +211,16 @@ class ClientWorkspace(DelegatingWorkspace):
         return await terminal.run(
             conn, session_id, command, cwd or self.roots[0], timeout, max_output, shown
         )
+
+
+def _reason(exc: BaseException) -> str:
+    """What the client said (or why it said nothing), for the model and the user."""
+    if isinstance(exc, RequestError):
+        data = exc.data.get("details") if isinstance(exc.data, dict) else exc.data
+        more = f": {data}" if isinstance(data, str) and data and data != str(exc) else ""
+        return f"{exc}{more} (error {exc.code})"
+    if isinstance(exc, TimeoutError):
+        return f"no answer to fs/write_text_file within {FS_TIMEOUT:g} s"
+    if isinstance(exc, ConnectionError):
+        return f"the editor hung up ({exc})" if str(exc) else "the editor hung up"
+    return f"its answer was not valid ({exc})"

@@ -18,6 +18,7 @@ from acp import schema as s
 from ..service import SessionService
 from ..service.text import describe_files, local_time, shorten
 from ..session.checkpoints import Checkpoint, NothingToUndo
+from ..session.errors import UndoWouldKeep
 
 
 def _list(checkpoints: list[Checkpoint]) -> str:
@@ -32,22 +33,42 @@ def _list(checkpoints: list[Checkpoint]) -> str:
     return "\n".join(lines)
 
 
+FORCE = "--force"
+
+
+def _forced(arg: str) -> tuple[str, bool]:
+    """The argument without ``--force``, and whether it was there."""
+    words = arg.split()
+    return " ".join(w for w in words if w != FORCE), FORCE in words
+
+
 async def _rewind(service: SessionService, session_id: str, arg: str) -> str:
+    arg, force = _forced(arg)
     checkpoints = await service.checkpoints(session_id)
+    target = _target(checkpoints, arg or "-1")
+    if target is None and force and arg.isdigit():
+        # "/rewind N --force" after "/rewind N" kept files: N's prompt is hidden by
+        # that rewind; it is taken back, then made again with force.
+        if await service.rewound_to(session_id) == int(arg):
+            await service.undo_restore(session_id)
+            checkpoints = await service.checkpoints(session_id)
+            target = _target(checkpoints, arg)
     if not checkpoints:
         return "Nothing to rewind to: this session has no prompts yet."
-    target = _target(checkpoints, arg or "-1")
     if target is None:
         seqs = ", ".join(str(cp.seq) for cp in checkpoints)
         return f"No checkpoint {arg!r}: use a seq ({seqs}) or -N for N prompts back."
-    result = await service.restore(session_id, target.seq)
+    result = await service.restore(session_id, target.seq, force=force)
     text = (
         f"Rewound to just before {shorten(target.prompt, 60)!r} (checkpoint {target.seq}): "
         f"restored {describe_files(result.restored_files)}."
     )
     if result.not_captured:
         text += f" Not restored (never captured): {', '.join(result.not_captured)}."
-    return text + _conflicts(result.conflicts) + " Load the session again to see the conversation."
+    text += _not_restored(result.not_restored)
+    text += " Load the session again to see the conversation."
+    # Last, so that the message ends with exactly what to type.
+    return text + _conflicts(result.conflicts, f"/rewind {target.seq} {FORCE}")
 
 
 def _target(checkpoints: list[Checkpoint], arg: str) -> Checkpoint | None:
@@ -59,13 +80,22 @@ def _target(checkpoints: list[Checkpoint], arg: str) -> Checkpoint | None:
     return None
 
 
-def _conflicts(paths: list[str]) -> str:
+def _conflicts(paths: list[str], force: str) -> str:
+    """The files kept as the user left them, and exactly what to type to overwrite them."""
     if not paths:
         return ""
     return (
-        f" Kept as they are (changed since the agent last wrote them): {', '.join(paths)};"
-        " _agent-host/restore with force overwrites them."
+        f" Kept as they are (you or another program changed them since the agent "
+        f"wrote them): {', '.join(paths)}. To overwrite them: {force}"
     )
+
+
+def _not_restored(refused: dict[str, str]) -> str:
+    """The files the editor did not write, each with the editor's reason."""
+    if not refused:
+        return ""
+    each = "; ".join(f"{path} ({reason})" for path, reason in refused.items())
+    return f" Not restored (the editor did not write them): {each}."
 
 
 async def _checkpoints(service: SessionService, session_id: str, arg: str) -> str:
@@ -73,13 +103,28 @@ async def _checkpoints(service: SessionService, session_id: str, arg: str) -> st
 
 
 async def _undo_rewind(service: SessionService, session_id: str, arg: str) -> str:
+    _, force = _forced(arg)
     try:
-        undone = await service.undo_restore(session_id)
+        # Whole or not at all: a partial undo could not be forced afterwards.
+        undone = await service.undo_restore(session_id, force=force, partial=False)
     except NothingToUndo:
         return "Nothing to undo: this session has no rewind to take back."
-    return f"Undid the last rewind: restored {describe_files(undone.restored_files)}." + (
-        _conflicts(undone.conflicts)
+    except UndoWouldKeep as kept:
+        return (
+            f"Did not undo the rewind: {', '.join(kept.paths)} changed since the rewind "
+            f"wrote them (by you or another program). To undo it anyway, overwriting "
+            f"them: /undo-rewind {FORCE}"
+        )
+    return (
+        f"Undid the last rewind: restored {describe_files(undone.restored_files)}."
+        + _not_restored(undone.not_restored)
+        + _left(undone.conflicts)
     )
+
+
+def _left(paths: list[str]) -> str:
+    """An undo's files the rewind never wrote (it kept them): nothing to take back."""
+    return f" Left as they are (the rewind had kept them): {', '.join(paths)}." if paths else ""
 
 
 async def _compact(service: SessionService, session_id: str, arg: str) -> str:
@@ -125,9 +170,14 @@ SLASH_COMMANDS = (
         "rewind",
         "Return files and conversation to just before a prompt (undo with /undo-rewind)",
         _rewind,
-        hint="a checkpoint's seq, or -N for N prompts back",
+        hint="a checkpoint's seq, or -N for N prompts back; --force overwrites files you changed",
     ),
-    SlashCommand("undo-rewind", "Undo the last rewind", _undo_rewind),
+    SlashCommand(
+        "undo-rewind",
+        "Undo the last rewind (--force: also over files changed since)",
+        _undo_rewind,
+        hint="--force to overwrite files changed since the rewind",
+    ),
     SlashCommand(
         "compact",
         "Summarise the older part of the conversation",

@@ -165,6 +165,7 @@ def restore_json(result: RestoreResult) -> dict[str, Any]:
         "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
         "notCaptured": result.not_captured,
+        "notRestored": result.not_restored,
     }
 
 
@@ -174,6 +175,7 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
         "restoredEvents": result.restored_events,
         "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
+        "notRestored": result.not_restored,
     }
 
 

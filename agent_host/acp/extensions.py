@@ -37,6 +37,11 @@ class RestoreParams(SessionParams):
     """Overwrite files changed since the session last wrote them (conflicts)."""
 
 
+class UndoRestoreParams(SessionParams):
+    force: bool = False
+    """Also take back files changed since the restore wrote them (conflicts)."""
+
+
 class CompactParams(SessionParams):
     instructions: str | None = None
     """What the summary should keep."""
@@ -66,8 +71,8 @@ async def restore(service: SessionService, p: RestoreParams) -> dict[str, Any]:
     return convert.restore_json(result)
 
 
-async def undo_restore(service: SessionService, p: SessionParams) -> dict[str, Any]:
-    return convert.undo_json(await service.undo_restore(p.session_id))
+async def undo_restore(service: SessionService, p: UndoRestoreParams) -> dict[str, Any]:
+    return convert.undo_json(await service.undo_restore(p.session_id, force=p.force))
 
 
 async def compact(service: SessionService, p: CompactParams) -> dict[str, Any]:
@@ -102,7 +107,7 @@ class ExtensionMethod(Generic[P]):
 EXTENSIONS: tuple[ExtensionMethod[Any], ...] = (
     ExtensionMethod("_agent-host/checkpoints", SessionParams, checkpoints),
     ExtensionMethod("_agent-host/restore", RestoreParams, restore),
-    ExtensionMethod("_agent-host/undoRestore", SessionParams, undo_restore),
+    ExtensionMethod("_agent-host/undoRestore", UndoRestoreParams, undo_restore),
     ExtensionMethod("_agent-host/compact", CompactParams, compact),
     ExtensionMethod("_agent-host/fork", ForkParams, fork),
     ExtensionMethod("_agent-host/delete", SessionParams, delete),

@@ -114,6 +114,8 @@ def _report_left(result: dict[str, Any]) -> None:
             + ", ".join(result["notCaptured"]),
             file=sys.stderr,
         )
+    for path, reason in (result.get("notRestored") or {}).items():
+        print(f"not restored, the editor did not write it: {path} ({reason})", file=sys.stderr)
 
 
 async def undo_restore(args: argparse.Namespace) -> int:

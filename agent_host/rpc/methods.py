@@ -139,7 +139,7 @@ RESTORE = request(
 )
 UNDO_RESTORE = request(
     "session/undoRestore",
-    rpc.SessionParams,
+    rpc.UndoRestoreParams,
     rpc.UndoRestoreResult,
     "Undo the session's last restore.",
 )

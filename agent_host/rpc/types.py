@@ -113,6 +113,14 @@ class SessionParams:
 
 
 @attrs.define
+class UndoRestoreParams:
+    session_id: str
+    force: bool = False
+    """Also take back files changed since the restore wrote them (they are kept
+    otherwise, listed in ``conflicts``)."""
+
+
+@attrs.define
 class ListParams:
     limit: int | None = None
     cursor: str | None = None
@@ -219,6 +227,9 @@ class RestoreResult:
     not_captured: list[str] = attrs.field(factory=list)
     """Paths the later turns' commands changed that were not captured, so were not
     put back."""
+    not_restored: dict[str, str] = attrs.field(factory=dict)
+    """Files the editor did not write (it refused or failed; ACP clients, which
+    write the files), each with its reason: left as they are."""
 
 
 @attrs.define
@@ -228,6 +239,8 @@ class UndoRestoreResult:
     unreverted_buffers: list[str] = attrs.field(factory=list)
     conflicts: list[str] = attrs.field(factory=list)
     """Files left as they are: changed since the restore wrote them."""
+    not_restored: dict[str, str] = attrs.field(factory=dict)
+    """Files the editor did not write, each with its reason."""
 
 
 @attrs.define

@@ -11,6 +11,19 @@ buffers (pygls keeps them in ``server.workspace`` from didOpen/didChange/didClos
   to exactly the new content with ``workspace/applyEdit``: one labelled,
   unversioned TextEdit replacing the whole document, so the editor shows the
   change and its undo takes it back.
+
+  This is not ACP's double write (issue 23: agent-shell asking "changed on disk;
+  really edit the buffer?"). ACP's ``fs/write_text_file`` asks the editor to
+  write the file, and it does, so ACP's workspace writes through it alone
+  (``acp/client_files.py``). LSP has no such request: ``workspace/applyEdit``
+  changes a buffer and never saves it, so without the disk write the file the
+  tools, commands and snapshots read would not change. The editors this dialect
+  serves expect the file written first: the VS Code extension
+  (``editors/vscode/src/ui/agentEdits.ts``) applies the edit and reverts the
+  document from the disk, and the Neovim plugin (``editors/neovim/lua/
+  agent_host/edits.lua``) reloads the buffer from the file before the edit, so
+  neither shows a buffer differing from a newer file, nor asks. A generic LSP
+  client applies the edit to a buffer the file has caught up with.
 - **Each edit is checked.** The client's answer alone is not enough (Neovim answers
   ``applied: true`` when it skips an edit it thinks stale), so the buffer's synced
   text must equal what was sent once its didChange arrives (waited for up to

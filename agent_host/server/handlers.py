@@ -153,14 +153,19 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
         done.unreverted_buffers,
         done.conflicts,
         done.not_captured,
+        done.not_restored,
     )
 
 
 @handles(methods.UNDO_RESTORE)
-async def undo_restore(server: AgentServer, params: rpc.SessionParams) -> rpc.UndoRestoreResult:
-    done = await server.sessions().undo_restore(params.session_id)
+async def undo_restore(server: AgentServer, params: rpc.UndoRestoreParams) -> rpc.UndoRestoreResult:
+    done = await server.sessions().undo_restore(params.session_id, force=params.force)
     return rpc.UndoRestoreResult(
-        done.restored_files, done.restored_events, done.unreverted_buffers, done.conflicts
+        done.restored_files,
+        done.restored_events,
+        done.unreverted_buffers,
+        done.conflicts,
+        done.not_restored,
     )
 
 

@@ -336,6 +336,11 @@ class SessionService:
     async def checkpoints(self, session_id: str) -> builtins.list[Checkpoint]:
         return await (await self.handle(session_id)).list_checkpoints()
 
+    async def rewound_to(self, session_id: str) -> int | None:
+        """The checkpoint the session's last restore returned to, while it can be
+        undone (its last change); None otherwise."""
+        return await (await self.handle(session_id)).rewound_to()
+
     async def restore(
         self,
         session_id: str,
@@ -349,8 +354,11 @@ class SessionService:
         handle = await self.handle(session_id)
         return await handle.restore(seq, files, conversation, force=force, wait=wait)
 
-    async def undo_restore(self, session_id: str, *, wait: Wait = False) -> UndoResult:
-        return await (await self.handle(session_id)).undo_restore(wait=wait)
+    async def undo_restore(
+        self, session_id: str, *, force: bool = False, partial: bool = True, wait: Wait = False
+    ) -> UndoResult:
+        handle = await self.handle(session_id)
+        return await handle.undo_restore(force=force, partial=partial, wait=wait)
 
     async def compact(
         self, session_id: str, instructions: str | None = None, *, wait: Wait = False

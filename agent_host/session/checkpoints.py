@@ -134,8 +134,10 @@ def left_by_session(events: Sequence[Event]) -> dict[str, tuple[str | None, str 
     """Per path the session changed: what it last left there, as (the file's blob,
     an open buffer's unsaved text as a blob or None).
 
-    That is the last snapshot's ``after`` -- and for a restore's jump, the unsaved
-    text it gave the buffer -- except where the restore kept the file as it was.
+    That is the last snapshot's ``after`` -- and its ``buffer_after``: for a
+    restore's jump the unsaved text it gave the buffer, for a turn's record of what
+    an editor's write left, the text the editor holds unsaved -- except where the
+    restore kept the file as it was.
     A file that is not as the session left it was changed by someone else.
     """
     left: dict[str, tuple[str | None, str | None]] = {}
@@ -145,7 +147,7 @@ def left_by_session(events: Sequence[Event]) -> dict[str, tuple[str | None, str 
             case FileSnapshot():
                 if event.jump:
                     replaced.setdefault(event.path, left.get(event.path))
-                left[event.path] = (event.after, event.buffer_after if event.jump else None)
+                left[event.path] = (event.after, event.buffer_after)
             case RestoreApplied():
                 for path in event.kept:  # not written: what was there before stays
                     before = replaced.get(path)

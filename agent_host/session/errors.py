@@ -87,6 +87,18 @@ class UndoUnavailable(AgentHostError):
     """The events an undo would bring back are no longer in the store."""
 
 
+class UndoWouldKeep(UndoUnavailable):
+    """An undo asked to be whole (``partial=False``) found files changed since the
+    restore wrote them: nothing was done. ``paths``: those files."""
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(
+            f"not undone: {', '.join(paths)} changed since the rewind wrote them; "
+            "undo with force to overwrite them"
+        )
+        self.paths = paths
+
+
 class StoreUnavailable(AgentHostError):
     """The operating system refused the store a read or write (a full disk, a
     read-only folder, no permission). The message names the path and the reason;
@@ -170,6 +182,17 @@ class FileTooLarge(ToolError):
         self.path = path
         self.size = size
         self.limit = limit
+
+
+class WriteRefused(ToolError):
+    """The editor a write goes through refused it or failed (an error answer, a
+    hang-up, no answer in time): nothing was written by us. ``reason`` is the
+    editor's own words, for the model and the user."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"the editor did not write {path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class FileChanged(AgentHostError):

@@ -116,9 +116,11 @@ class FileSnapshot(Event):
     from the disk at the moment of the change. ``jump`` marks a change made by a
     restore or its undo: the file jumped between two points of the session's
     history, so ``after`` (not ``before``) is its content at the earlier point.
-    ``buffer_after``, on a jump only: the unsaved text the jump gives an open
+    ``buffer_after``, on a jump: the unsaved text the jump gives an open
     buffer of the file (None: the buffer follows the file), so that the jump
-    says all a recovery needs to finish it.
+    says all a recovery needs to finish it. On a turn's second snapshot of a file
+    an editor wrote (``before`` is then the first one's ``after``): what the
+    editor holds unsaved, where its write left the buffer unlike the disk.
     """
 
     type: ClassVar[str] = "file_snapshot"

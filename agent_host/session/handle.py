@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, check_approval
-from .checkpoints import Checkpoint, checkpoints, cut_short_writes, pending_capture
+from .checkpoints import (
+    Checkpoint,
+    NothingToUndo,
+    checkpoints,
+    cut_short_writes,
+    last_restore,
+    pending_capture,
+)
 from .compaction import CompactResult, compact_session
 from .environment import using_policy
 from .errors import (
@@ -164,6 +171,17 @@ class SessionHandle:
             except TurnInProgress:
                 pass  # a turn in another process: its capture is its own
         return checkpoints(state.timeline)
+
+    async def rewound_to(self) -> int | None:
+        """The checkpoint the session's last change, a restore that can still be
+        undone, returned to (its prompt is hidden now); None when it is not one."""
+        state = await self.state()
+        await state.load()
+        try:
+            restore, _ = last_restore(state.timeline)
+        except NothingToUndo:
+            return None
+        return restore.to_seq + 1
 
     # -- settings
 
@@ -328,14 +346,18 @@ class SessionHandle:
         self.refresh_cost(state)
         return result
 
-    async def undo_restore(self, *, wait: Wait = False) -> UndoResult:
-        """Undo the last restore: files and conversation as they were before it."""
+    async def undo_restore(
+        self, *, force: bool = False, partial: bool = True, wait: Wait = False
+    ) -> UndoResult:
+        """Undo the last restore: files and conversation as they were before it;
+        files changed since the restore wrote them are kept unless ``force`` (and
+        without ``partial`` they make it UndoWouldKeep, nothing done)."""
         async with self.exclusive(wait, "an undo"):
             from .restore import undo_last_restore
 
             state = await self.settled()
             with unsynced_buffers(self.workspace) as unsynced:
-                result = await undo_last_restore(state, self.workspace)
+                result = await undo_last_restore(state, self.workspace, force, partial)
             result.unreverted_buffers = unsynced()
         self.refresh_cost(state)
         return result

@@ -302,11 +302,14 @@ class AgentHost:
         return result
 
     async def undo_restore(
-        self, session_id: str | None = None, *, wait: Wait = False
+        self, session_id: str | None = None, *, force: bool = False, wait: Wait = False
     ) -> UndoResult:
-        """Undo the last restore: files and conversation as they were before it."""
+        """Undo the last restore: files and conversation as they were before it.
+
+        Files changed since the restore wrote them are left and reported as
+        ``conflicts``, unless ``force``."""
         handle = self.handle(session_id)
-        result = await handle.undo_restore(wait=wait)
+        result = await handle.undo_restore(force=force, wait=wait)
         self.session_id = handle.session_id
         return result
 

@@ -11,16 +11,18 @@ append leaves the session as it was; a crash after it leaves an intent that
 
 Every snapshot an intent needs is checked present and whole before it is
 recorded, and a file that something else changed since the intent read it is
-kept as it is, never overwritten. The caller (AgentHost) holds the store's turn
+kept as it is, never overwritten -- but a file an editor normalised as it wrote
+it (a final newline, line ends: :func:`~.workspace.as_normalised`) is as the
+session left it. A file the editor refused to write (ACP's ``fs/write_text_file``
+answered with an error, or not at all) is kept too, and reported with the
+editor's reason (``not_restored``). The caller (AgentHost) holds the store's turn
 lease and has checked that no turn is running.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
-from typing import TypeVar
+from collections.abc import Mapping, Sequence, Set
 
 import attrs
 
@@ -43,25 +45,23 @@ from .errors import (
     FileChanged,
     PathChanged,
     PathOutsideWorkspace,
-    SnapshotUnavailable,
     ToolError,
     UndoUnavailable,
+    UndoWouldKeep,
     WorkspaceMismatch,
+    WriteRefused,
 )
+from .restore_files import as_left, check_snapshots, each, files_now, jumps_back, landed_as
 from .session_folder import session_files
 from .state import SessionState
-from .workspace import BUFFER_ENCODING, BUFFER_ERRORS, IfContent, Workspace, unsaved_bytes
+from .workspace import (
+    BUFFER_ENCODING,
+    BUFFER_ERRORS,
+    IfContent,
+    Workspace,
+)
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-R = TypeVar("R")
-PARALLEL = 4
-"""Files a restore reads or writes at once."""
-BATCH_FILES = 64
-"""Files whose current content a restore holds in memory at once to store it."""
-KEEP_READ_BYTES = 64 << 20
-"""Snapshots checked before a restore are kept up to this much to write from,
-instead of being read from the store a second time."""
 
 
 @attrs.define
@@ -75,6 +75,9 @@ class RestoreResult:
     """Paths the later turns' commands changed without capture: not put back."""
     unreverted_buffers: list[str] = attrs.field(factory=list)
     """Open editor buffers that could not be brought to their restored content."""
+    not_restored: dict[str, str] = attrs.field(factory=dict)
+    """Files the editor did not write (it refused, failed or did not answer), each
+    with its reason: left as they are."""
 
 
 @attrs.define
@@ -84,6 +87,8 @@ class UndoResult:
     conflicts: list[str] = attrs.field(factory=list)
     unreverted_buffers: list[str] = attrs.field(factory=list)
     """Open editor buffers that could not be brought to their content."""
+    not_restored: dict[str, str] = attrs.field(factory=dict)
+    """Files the editor did not write, each with its reason (as for a restore)."""
 
 
 async def restore_to(
@@ -112,7 +117,7 @@ async def restore_to(
         bits = executables_to_restore(events, seq)
         left = left_by_session(events)
         bits_now = executables_left(events)
-        found = await _files_now(workspace, state.store.blobs, list(targets))
+        found = await files_now(workspace, state.store.blobs, list(targets))
         for (path, target), (current_id, unsaved_id, open_buffer) in zip(
             targets.items(), found, strict=True
         ):
@@ -122,7 +127,9 @@ async def restore_to(
                 or (open_buffer and unsaved_id != buffers[path])
                 or mode_differs
             ):
-                if not force and left.get(path) != (current_id, unsaved_id):
+                if not force and not await as_left(
+                    state.store.blobs, left.get(path), current_id, unsaved_id
+                ):
                     conflicts.append(path)
                 changes.append(
                     ev.FileSnapshot(
@@ -137,38 +144,53 @@ async def restore_to(
                     )
                 )
     writable = [c for c in changes if c.path not in conflicts]
-    ready = await _check_snapshots(state.store.blobs, writable, "restore")
+    ready = await check_snapshots(state.store.blobs, writable, "restore")
     hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
     record = ev.Restore(
         to_seq=seq - 1, files=files, conversation=conversation, conflicts=conflicts or None
     )
     head = await state.append([record, *changes])
-    kept = await _apply(state, workspace, head - len(changes), changes, ready, set(conflicts))
+    refused: dict[str, str] = {}
+    kept = await _apply(
+        state, workspace, head - len(changes), changes, ready, set(conflicts), refused
+    )
     uncaptured = not_captured_since(events, seq) if files else []
-    later = [path for path in kept if path not in conflicts]
-    return RestoreResult(_written(changes, kept), hidden, conflicts + later, uncaptured)
+    later = [path for path in kept if path not in conflicts and path not in refused]
+    return RestoreResult(
+        _written(changes, kept), hidden, conflicts + later, uncaptured, not_restored=refused
+    )
 
 
-async def undo_last_restore(state: SessionState, workspace: Workspace) -> UndoResult:
+async def undo_last_restore(
+    state: SessionState, workspace: Workspace, force: bool = False, partial: bool = True
+) -> UndoResult:
     """Undo the last restore: files and conversation as they were before it.
 
     A file changed since the restore wrote it (by the user, a command, another
-    tool) is kept as it is: the undo takes back the restore, not later work.
+    tool) is kept as it is: the undo takes back the restore, not later work --
+    unless ``force``, which takes it back too (what it held is kept for a restore).
+    Without ``partial``, such a file makes it UndoWouldKeep before anything is done,
+    so that the user can still choose to force it (a partial undo cannot be undone
+    further).
     """
     restore, made = last_restore(state.timeline)
     if restore.conflicts:  # never written by the restore: nothing to take back
         made = [change for change in made if change.path not in restore.conflicts]
     if restore.truncation is not None:
-        return await _undo_cut_restore(state, workspace, restore, made)
+        return await _undo_cut_restore(state, workspace, restore, made, force, partial)
     if made:
         workspace = await _session_files(state, workspace)
-    changes, kept = await _jumps_back(workspace, state.store.blobs, made, _kept_by(state, restore))
-    ready = await _check_snapshots(state.store.blobs, changes, "undo the restore of")
+    skip = _kept_by(state, restore)
+    changes, kept = await jumps_back(workspace, state.store.blobs, made, skip, force)
+    _whole_or_none(kept, skip, partial)
+    ready = await check_snapshots(state.store.blobs, changes, "undo the restore of")
     stayed = _index_from_end(state.timeline, restore)  # visible before and after it
     head = await state.append([ev.RestoreUndone(restore_seq=restore.seq), *changes])
     back = len(state.timeline) - 1 - len(changes) - stayed
-    kept += await _apply(state, workspace, head - len(changes), changes, ready)
-    return UndoResult(_written(changes, kept), back, kept)
+    refused: dict[str, str] = {}
+    kept += await _apply(state, workspace, head - len(changes), changes, ready, refused=refused)
+    conflicts = [path for path in kept if path not in refused]
+    return UndoResult(_written(changes, kept), back, conflicts, not_restored=refused)
 
 
 async def finish_pending(state: SessionState, workspace: Workspace) -> list[str] | None:
@@ -202,13 +224,17 @@ async def _apply(
     jumps: Sequence[ev.FileSnapshot],
     ready: Mapping[str, bytes],
     conflicts: Set[str] = frozenset(),
+    refused: dict[str, str] | None = None,
 ) -> list[str]:
     """Write each jump's target, then mark the intent done; the paths kept.
 
     A file is written only while it is as the intent found it (``before``); one
-    already at its target is done (a crash came after its write); anything else
-    was changed by someone else meanwhile and is kept, as are the ``conflicts``
-    the intent found. That makes this safe to run again after a crash at any point.
+    already at its target (or at it as an editor normalised it,
+    :func:`~.workspace.as_normalised`) is done (a crash came after its write);
+    anything else was changed by someone else meanwhile and is kept, as are the
+    ``conflicts`` the intent found, and the files the editor refused to write
+    (in ``refused``, with its reason). That makes this safe to run again after a
+    crash at any point.
     """
     if not jumps:
         return []
@@ -224,7 +250,9 @@ async def _apply(
                 await _write(workspace, blobs, jump, ready, IfContent(jump.before))
                 return True
             except FileChanged as changed:
-                if changed.found != jump.after:
+                if changed.found != jump.after and not await landed_as(
+                    workspace, blobs, jump.path, jump.after
+                ):
                     log.warning("restore keeps %s: changed by something else", jump.path)
                     return False
             # Written before a crash; an open buffer may still need its text (a
@@ -235,6 +263,11 @@ async def _apply(
             return True
         except PathChanged:
             raise  # a moment's race: the intent stays, and is finished on the next try
+        except WriteRefused as exc:
+            log.warning("restore keeps %s: %s", jump.path, exc)
+            if refused is not None:
+                refused[jump.path] = exc.reason
+            return False
         except (ToolError, PathOutsideWorkspace, FileChanged) as exc:
             log.warning("restore keeps %s: %s", jump.path, exc)  # a folder now, a link out
             return False
@@ -243,7 +276,7 @@ async def _apply(
             return False
 
     async with workspace.batch_writes():  # durable before RestoreApplied says so
-        done = await _each(jumps, apply)
+        done = await each(jumps, apply)
     kept = [jump.path for jump, ok in zip(jumps, done, strict=True) if not ok]
     await state.append([ev.RestoreApplied(intent_seq=intent_seq, kept=kept)])
     return kept
@@ -279,51 +312,10 @@ def _buffer_id(text: str) -> str:
     return blob_id(text.encode(BUFFER_ENCODING, BUFFER_ERRORS))
 
 
-async def _check_snapshots(
-    blobs: BlobStore, changes: Sequence[ev.FileSnapshot], what: str
-) -> dict[str, bytes]:
-    """Refuse the whole operation, before anything is recorded, when a snapshot
-    it would write is missing or damaged; the snapshots read, to write them from."""
-    needed = {b: c.path for c in changes for b in (c.after, c.buffer_after) if b is not None}
-    ready, bad = await blobs.read_checked(needed, KEEP_READ_BYTES)
-    if bad:
-        shown = "; ".join(f"{needed[b]} (blob {b[:12]}, {why})" for b, why in bad.items())
-        raise SnapshotUnavailable(
-            f"cannot {what} the session's files: the saved content of {shown} "
-            "is not in the store whole. Nothing was changed. Restore the conversation "
-            "alone (files: false), or restore the store's blobs from a backup"
-        )
-    return ready
-
-
-async def _jumps_back(
-    workspace: Workspace, blobs: BlobStore, made: list[ev.FileSnapshot], skip: set[str]
-) -> tuple[list[ev.FileSnapshot], list[str]]:
-    """The jumps that undo a restore's ``made`` changes, and the paths kept: those
-    the restore did not write (``skip``) or that changed since it wrote them."""
-    jumps: list[ev.FileSnapshot] = []
-    kept: list[str] = []
-    found = await _files_now(workspace, blobs, [change.path for change in made])
-    for change, (current_id, unsaved_id, _) in zip(made, found, strict=True):
-        # As the restore left it: its content, or the unsaved text it gave the
-        # buffer, saved since (the user keeping what the restore brought back).
-        left = {change.after, change.buffer_after} if change.buffer_after else {change.after}
-        if change.path in skip or current_id not in left:
-            kept.append(change.path)
-            continue
-        jumps.append(
-            ev.FileSnapshot(
-                path=change.path,
-                before=current_id,
-                after=change.before,
-                buffer_before=unsaved_id,
-                jump=True,
-                buffer_after=change.buffer_before,
-                executable_before=change.executable_after,
-                executable_after=change.executable_before,
-            )
-        )
-    return jumps, kept
+def _whole_or_none(kept: list[str], skip: set[str], partial: bool) -> None:
+    changed = [path for path in kept if path not in skip]
+    if changed and not partial:
+        raise UndoWouldKeep(changed)
 
 
 def _kept_by(state: SessionState, restore: ev.Event) -> set[str]:
@@ -344,7 +336,12 @@ def _index_from_end(events: list[ev.Event], event: ev.Event) -> int:
 
 
 async def _undo_cut_restore(
-    state: SessionState, workspace: Workspace, restore: ev.Restore, made: list[ev.FileSnapshot]
+    state: SessionState,
+    workspace: Workspace,
+    restore: ev.Restore,
+    made: list[ev.FileSnapshot],
+    force: bool = False,
+    partial: bool = True,
 ) -> UndoResult:
     """Undo a restore made by agent-host 0.1, which cut the log and kept the cut
     events in the store's truncations: they are appended back."""
@@ -358,37 +355,19 @@ async def _undo_cut_restore(
         )
     if made:
         workspace = await _session_files(state, workspace)
-    changes, kept = await _jumps_back(workspace, state.store.blobs, made, set())
-    ready = await _check_snapshots(state.store.blobs, changes, "undo the restore of")
+    changes, kept = await jumps_back(workspace, state.store.blobs, made, set(), force)
+    _whole_or_none(kept, set(), partial)
+    ready = await check_snapshots(state.store.blobs, changes, "undo the restore of")
     back = [attrs.evolve(e, seq=0, ts=0.0) for e in cut.events]
     await state.truncate(restore.seq - 1)
     # The conversation comes back as it was: history, not news for listeners.
     head = await state.append(
         [*back, ev.RestoreUndone(restore_seq=restore.seq), *changes], untold=len(back)
     )
-    kept += await _apply(state, workspace, head - len(changes), changes, ready)
-    return UndoResult(_written(changes, kept), len(back), kept)
-
-
-async def _each(items: Iterable[T], work: Callable[[T], Awaitable[R]]) -> list[R]:
-    """``work`` on every item, :data:`PARALLEL` at a time; the results in order.
-
-    Files are read and written concurrently so their fsyncs share the disk's
-    journal commits (P4, docs/performance.md); order does not matter, as every
-    write is checked against the intent. Every call has ended before an error is
-    raised, so nothing is still writing when the caller moves on.
-    """
-    gate = asyncio.Semaphore(PARALLEL)
-
-    async def one(item: T) -> R:
-        async with gate:
-            return await work(item)
-
-    results = await asyncio.gather(*(one(item) for item in items), return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results  # type: ignore[return-value]
+    refused: dict[str, str] = {}
+    kept += await _apply(state, workspace, head - len(changes), changes, ready, refused=refused)
+    conflicts = [path for path in kept if path not in refused]
+    return UndoResult(_written(changes, kept), len(back), conflicts, not_restored=refused)
 
 
 def _written(changes: Sequence[ev.FileSnapshot], kept: list[str]) -> list[str]:
@@ -405,25 +384,3 @@ async def _session_files(state: SessionState, workspace: Workspace) -> Workspace
         to="restore its files, or restore the conversation alone (files: false)",
         unrecorded="Restore the conversation alone (files: false)",
     )
-
-
-async def _files_now(
-    workspace: Workspace, blobs: BlobStore, paths: list[str]
-) -> list[tuple[str | None, str | None, bool]]:
-    """Each path as it is: its blob on disk, an open buffer's unsaved text (a blob,
-    None if it matches the disk), and whether a buffer is open at all. The
-    contents are stored, a batch at a time, so that a restore can put them back."""
-    out: list[tuple[str | None, str | None, bool]] = []
-    for start in range(0, len(paths), BATCH_FILES):
-
-        async def now(path: str) -> tuple[bytes | None, str | None]:
-            return await workspace.read_disk(path), await workspace.buffer_text(path)
-
-        batch = await _each(paths[start : start + BATCH_FILES], now)
-        contents = [(disk, unsaved_bytes(buffer, disk)) for disk, buffer in batch]
-        ids = iter(await blobs.put_many([d for pair in contents for d in pair if d is not None]))
-        for (disk, unsaved), (_, buffer) in zip(contents, batch, strict=True):
-            disk_id = None if disk is None else next(ids)
-            unsaved_id = None if unsaved is None else next(ids)
-            out.append((disk_id, unsaved_id, buffer is not None))
-    return out

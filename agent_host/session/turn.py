@@ -8,7 +8,6 @@ the turn limit -- every tool call in the log gets a result and a TurnEnd closes 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,7 +19,14 @@ from . import capture_log
 from . import events as ev
 from .approval import Gate, PermissionRequest
 from .conversation import estimate_tokens
-from .errors import AgentHostError, CheckpointConflictError, FileTooLarge, LeaseLost, ToolError
+from .errors import (
+    AgentHostError,
+    CheckpointConflictError,
+    FileTooLarge,
+    LeaseLost,
+    ToolError,
+    WriteRefused,
+)
 from .limits import MAX_FILE_BYTES
 from .model import (
     RAW_ARGUMENTS_KEY,
@@ -33,13 +39,14 @@ from .model import (
     UsageReport,
 )
 from .pricing import usage_event
+from .proposal import propose
 from .protected_paths import protected_reason
 from .redaction import mask, mask_output
 from .session_folder import session_started
 from .state import SessionState, finish_even_if_cancelled, tell
 from .tools import TOOL_SPECS, ToolContext, ToolKind, ToolOutcome, run_tool, tool_named
 from .tools.files import too_large_to_change
-from .workspace import CommandResult, Workspace, unsaved_bytes
+from .workspace import CommandResult, DelegatingWorkspace, Workspace, unsaved_bytes
 
 if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk folders
     from .capture import WorkspaceIndex
@@ -48,8 +55,6 @@ if TYPE_CHECKING:  # imported where they are built (AgentHost): heavy, or walk f
 log = logging.getLogger(__name__)
 
 CANCELLED = "[cancelled by the user before it finished]"
-DIFF_MAX_CHARS = 1 << 20
-"""An edit's permission prompt shows no diff past this size (old and new together)."""
 T = TypeVar("T")
 
 
@@ -246,7 +251,7 @@ class _Turn:
         if request.kind == "edit":
             protected_path, request.protected = self._protected(call.arguments.get("path"))
         if request.kind == "edit" and self.settings.gate.verdict(request):
-            await _propose(request, workspace)  # only for a prompt
+            await propose(request, workspace)  # only for a prompt
         if RAW_ARGUMENTS_KEY in call.arguments:
             outcome = ToolOutcome(
                 f"The arguments of your {call.name} call were not valid JSON: "
@@ -334,7 +339,14 @@ class _Turn:
         """Write-ahead: the old and new content are stored and logged before the write.
 
         ``before`` is the file on disk; an open editor buffer with unsaved edits is
-        kept too (``buffer_before``), so a restore brings back both.
+        kept too (``buffer_before``), so a restore brings back both. Where an editor
+        writes (ACP's ``fs/write_text_file``), what landed is read back after --
+        whether the write succeeded, failed or was refused -- and, when it is not
+        what was logged (the editor normalised it, refused it, left it unsaved), a
+        second snapshot of the file records what is there (:meth:`_landed`). A crash
+        between the two leaves the first: the restore's normalisation rule
+        (:func:`~.workspace.as_normalised`) counts the editor's version as the
+        agent's, and a refused write left the file at ``before``, its checkpoint's.
         """
         workspace = self.settings.workspace
         real = workspace.resolve(path)
@@ -360,10 +372,39 @@ class _Turn:
             buffer_before=None if unsaved is None else await blobs.put(unsaved),
         )
         await self.state.append([snapshot])
-        if data is None:
-            await workspace.delete(path)
-        else:
-            await workspace.write_bytes(path, data)
+        try:
+            if data is None:
+                await workspace.delete(path)
+            else:
+                await workspace.write_bytes(path, data)
+        except WriteRefused:
+            await self._landed(path, snapshot)
+            raise
+        if data is not None and isinstance(workspace, DelegatingWorkspace):
+            if workspace.editor_writes:
+                await self._landed(path, snapshot)
+
+    async def _landed(self, path: str, logged: ev.FileSnapshot) -> None:
+        """Record what an editor's write left, if it is not what ``logged`` says:
+        a snapshot from what was logged to what the disk (and the editor's buffer,
+        as unsaved text: ``buffer_after``) holds now, so the log's last word on the
+        file is what is there."""
+        workspace = self.settings.workspace
+        try:
+            disk = await workspace.read_disk(path, limit=MAX_FILE_BYTES)
+            unsaved = unsaved_bytes(await workspace.buffer_text(path), disk)
+        except (AgentHostError, OSError) as exc:  # too large now, a folder: left as logged
+            log.warning("cannot read back %s after the editor's write: %s", path, exc)
+            return
+        blobs = self.state.store.blobs
+        landed = None if disk is None else await blobs.put(disk)
+        unsaved_id = None if unsaved is None else await blobs.put(unsaved)
+        if (landed, unsaved_id) == (logged.after, None):
+            return
+        record = ev.FileSnapshot(
+            path=logged.path, before=logged.after, after=landed, buffer_after=unsaved_id
+        )
+        await self.state.append([record])
 
     async def close(self, stop_reason: str) -> None:
         """End the turn in the log: partial text kept, every open call answered."""
@@ -400,38 +441,3 @@ class _Turn:
             usage=self.usage,
             cost=self.cost,
         )
-
-
-async def _propose(request: PermissionRequest, workspace: Workspace) -> None:
-    """What an edit tool would do, for the permission prompt: the file's text
-    before and after (the tool's preview) and a unified diff of the two."""
-    tool = tool_named(request.tool)
-    args = request.arguments
-    path = args.get("path")
-    if tool is None or tool.preview is None or not isinstance(path, str):
-        return
-    try:
-        old_bytes = await workspace.read_bytes(path, limit=MAX_FILE_BYTES)
-    except (AgentHostError, OSError) as exc:  # the tool call will report it; ask without a diff
-        log.info("no diff in the permission prompt for %s of %r: %s", request.tool, path, exc)
-        return
-    try:
-        request.before = None if old_bytes is None else old_bytes.decode("utf-8")
-    except UnicodeDecodeError:
-        pass  # not text: no side-by-side view, but a diff of what it would be
-    old = (old_bytes or b"").decode("utf-8", "replace")
-    new = tool.preview(args, old if old_bytes is not None else None)
-    if new is None:
-        return
-    if request.before is not None or old_bytes is None:
-        request.after = new
-    if len(old) + len(new) > DIFF_MAX_CHARS:
-        return None  # difflib on megabytes takes seconds; the prompt goes without
-
-    def diff() -> str:
-        lines = difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-        )
-        return "".join(lines)
-
-    request.diff = await asyncio.to_thread(diff)

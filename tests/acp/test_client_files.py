@@ -1,5 +1,6 @@
 """The client's files over ACP: reads see its unsaved buffers, writes and restores
-reach the disk and then its buffers, and a client that cannot is not asked."""
+go to the editor (which saves them), and a client that cannot is not asked.
+tests/acp/test_editor_writes.py has editors that check the disk, normalise and refuse."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ READ_A = {"name": "read_file", "arguments": {"path": "a.py"}}
 
 class EditorClient(RecordingClient):
     """An editor with open buffers (absolute path -> text, unsaved until the user
-    saves); files it has no buffer of are read from disk, as an editor does."""
+    saves); files it has no buffer of are read from disk, as an editor does. It
+    writes as agent-shell and CodeCompanion do: into the buffer, then saves it."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,7 +46,8 @@ class EditorClient(RecordingClient):
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> s.WriteTextFileResponse:
         self.writes.append((path, content))
-        self.buffers[path] = content  # the buffer follows; nothing is saved
+        self.buffers[path] = content
+        Path(path).write_text(content)  # saved
         return s.WriteTextFileResponse()
 
 
@@ -78,7 +81,10 @@ async def test_write_file_reaches_the_disk_and_the_editor(spawn, workspace):
     assert client.writes == [(str(workspace.resolve() / "b.py"), "b = 2\n")]
 
 
-async def test_rewind_brings_back_the_disk_and_the_unsaved_buffer(spawn, workspace):
+async def test_rewind_brings_back_the_file_and_says_the_unsaved_text_could_not(spawn, workspace):
+    # fs/write_text_file saves what it is given: the unsaved text the buffer had
+    # cannot go back without being saved, so the saved file is restored, and the
+    # buffer reported.
     client = EditorClient()
     a = str(workspace.resolve() / "a.py")
     client.buffers[a] = "print('unsaved')\n"
@@ -88,12 +94,17 @@ async def test_rewind_brings_back_the_disk_and_the_unsaved_buffer(spawn, workspa
         await say(conn, sid, "write v1")
         after_turn = (workspace / "a.py").read_text(), client.buffers[a]
         client.writes.clear()
-        await say(conn, sid, "/rewind -1")
+        checkpoint = (await conn.ext_method("agent-host/checkpoints", {"sessionId": sid}))[
+            "checkpoints"
+        ][0]["seq"]
+        restored = await conn.ext_method(
+            "agent-host/restore", {"sessionId": sid, "seq": checkpoint}
+        )
 
     assert after_turn == ("v1\n", "v1\n")
     assert (workspace / "a.py").read_text() == "print('a')\n"
-    assert client.writes == [(a, "print('unsaved')\n")]
-    assert client.buffers[a] == "print('unsaved')\n"
+    assert client.writes == [(a, "print('a')\n")]
+    assert restored["restoredFiles"] == ["a.py"] and restored["unrevertedBuffers"] == ["a.py"]
 
 
 async def test_a_client_that_cannot_read_falls_back_to_the_disk(spawn, workspace):

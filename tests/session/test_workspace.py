@@ -443,3 +443,35 @@ async def test_a_conditional_write_or_delete_happens_only_over_the_expected_cont
     await ws.delete("a.txt", expect=IfContent(blob_id(b"new")))
     assert not (tmp_path / "a.txt").exists() and (tmp_path / "sub" / "b.txt").read_bytes() == b"b"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_a_write_an_editor_makes_is_checked_first_and_its_exec_bits_set_after(tmp_path):
+    # ACP's ClientWorkspace: the condition is checked on disk before the editor is
+    # asked to write, and the exec bits set once it has, never through a symlink.
+    from agent_host.session.blobs import blob_id
+    from agent_host.session.errors import FileChanged, PathOutsideWorkspace
+    from agent_host.session.workspace import IfContent
+
+    ws = DiskWorkspace([tmp_path])
+    (tmp_path / "run.sh").write_bytes(b"echo hi\n")
+    await ws.check("run.sh", IfContent(blob_id(b"echo hi\n")))
+    await ws.check("absent.sh", IfContent(None))
+    await ws.check("no/such/dir.sh", IfContent(None))
+    with pytest.raises(FileChanged) as changed:
+        await ws.check("run.sh", IfContent(blob_id(b"other")))
+    assert changed.value.found == blob_id(b"echo hi\n")
+    with pytest.raises(FileChanged):
+        await ws.check("absent.sh", IfContent(blob_id(b"x")))
+
+    await ws.set_executable("run.sh", True)
+    assert (tmp_path / "run.sh").stat().st_mode & 0o100
+    await ws.set_executable("run.sh", False)
+    assert not (tmp_path / "run.sh").stat().st_mode & 0o111
+    await ws.set_executable("absent.sh", True)  # gone: left so
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.write_bytes(b"x")
+    outside.chmod(0o644)
+    (tmp_path / "link.sh").symlink_to(outside)
+    with pytest.raises(PathOutsideWorkspace):
+        await ws.set_executable("link.sh", True)
+    assert not outside.stat().st_mode & 0o111

@@ -23,6 +23,7 @@ from .base import (
     CommandResult,
     IfContent,
     Workspace,
+    as_normalised,
     unsaved_bytes,
 )
 from .delegating import DelegatingWorkspace, unsynced_buffers
@@ -39,6 +40,7 @@ __all__ = [
     "DiskWorkspace",
     "IfContent",
     "Workspace",
+    "as_normalised",
     "compile_glob",
     "list_in_roots",
     "relative_in_roots",

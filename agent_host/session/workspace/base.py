@@ -138,3 +138,25 @@ def unsaved_bytes(buffer: str | None, saved: bytes | None) -> bytes | None:
         return None
     data = buffer.encode(BUFFER_ENCODING, BUFFER_ERRORS)
     return None if data == saved else data
+
+
+def as_normalised(ours: bytes | None, found: bytes | None) -> bool:
+    """Whether ``found`` is ``ours`` as an editor normalised it: the same text but
+    for CRLF against LF line ends and one final newline added or removed.
+
+    Editors that write through their buffers do this on their own:
+    CodeCompanion.nvim splits ``fs/write_text_file``'s content on "\\n" into buffer
+    lines and saves, so "a\\n" lands as "a\\n\\n", and its reads give CRLF files
+    back with LF; Vim's and Emacs's end-of-line and final-newline settings change
+    the same two things on save. Such content is still what the agent (or a
+    restore) wrote, not a user's edit: a restore's and an undo's conflict checks
+    count it as theirs, and an ACP client's read that differs from the disk only
+    so is no unsaved buffer. Any other difference -- a changed line, an added blank line in the
+    middle -- is a real edit. Both None (no file) is the same; one None is not.
+    """
+    if ours is None or found is None:
+        return ours is found
+    if ours == found:
+        return True
+    a, b = ours.replace(b"\r\n", b"\n"), found.replace(b"\r\n", b"\n")
+    return a == b or a + b"\n" == b or a == b + b"\n"

@@ -27,6 +27,12 @@ class DelegatingWorkspace:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({[str(r) for r in self.roots]})"
 
+    @property
+    def editor_writes(self) -> bool:
+        """Whether writes of text are the editor's to make (it may normalise or
+        refuse them), not the disk's: the engine then reads back what landed."""
+        return False
+
     # -- the disk's
 
     def resolve(self, path: str) -> Path:

@@ -124,6 +124,21 @@ class DiskWorkspace:
     ) -> None:
         _write_atomic(self.roots, self.resolve(path), data, path, expect, executable)
 
+    async def check(self, path: str, expect: IfContent) -> None:
+        """FileChanged unless the file holds ``expect`` now: the condition of a write
+        someone else (an editor) makes, checked just before it is asked to."""
+        await asyncio.to_thread(_check_file, self.roots, self.resolve(path), path, expect)
+
+    async def make_parents(self, path: str) -> None:
+        """Create the folders the file would be in, as a write does: an editor asked
+        to write a new file in a new folder may not create it."""
+        await asyncio.to_thread(_make_parents, self.roots, self.resolve(path), path)
+
+    async def set_executable(self, path: str, executable: bool) -> None:
+        """Set or clear the file's exec bits (as a write's ``executable`` does), for
+        a file an editor wrote; a file that is not there is left so."""
+        await asyncio.to_thread(_chmod_file, self.roots, self.resolve(path), path, executable)
+
     async def delete(
         self, path: str, *, buffer: str | None = None, expect: IfContent | None = None
     ) -> None:
@@ -276,6 +291,41 @@ def _delete_file(roots: list[Path], real: Path, shown: str, expect: IfContent | 
         if expect is not None and expect.blob is not None:
             raise FileChanged(shown, None) from None
         return  # a folder on the way is missing or is a file: nothing to delete
+
+
+def _check_file(roots: list[Path], real: Path, shown: str, expect: IfContent) -> None:
+    root, folders, name = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "checked") as folder:
+            _check_content(folder, name, lstat_at(folder, name), shown, expect)
+    except (FileNotFoundError, NotADirectoryError):
+        if expect.blob is not None:
+            raise FileChanged(shown, None) from None
+
+
+def _make_parents(roots: list[Path], real: Path, shown: str) -> None:
+    root, folders, _ = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "written", create=True):
+            pass
+    except NotADirectoryError:
+        raise ToolError(f"cannot create {shown}: a parent of it is a file, not a folder") from None
+
+
+def _chmod_file(roots: list[Path], real: Path, shown: str, executable: bool) -> None:
+    root, folders, name = split_under(roots, real)
+    try:
+        with open_folder(root, folders, shown, "changed") as folder:
+            st = lstat_at(folder, name)
+            if st is None or not stat.S_ISREG(st.st_mode):
+                return  # gone, or a symlink swapped in: not followed
+            fd = open_file_at(folder, name, shown, "changed")
+            try:
+                os.fchmod(fd, _with_exec(stat.S_IMODE(os.fstat(fd).st_mode), executable))
+            finally:
+                os.close(fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return
 
 
 def _with_exec(mode: int, executable: bool) -> int:

@@ -52,7 +52,7 @@ export interface Methods {
     'session/delete': { params: SessionParams; result: null };
     'session/checkpoints': { params: SessionParams; result: CheckpointsResult };
     'session/restore': { params: RestoreParams; result: RestoreResult };
-    'session/undoRestore': { params: SessionParams; result: UndoRestoreResult };
+    'session/undoRestore': { params: UndoRestoreParams; result: UndoRestoreResult };
     'session/compact': { params: CompactParams; result: CompactResult };
     'session/fork': { params: ForkParams; result: ForkResult };
     'session/close': { params: SessionParams; result: null };
@@ -290,6 +290,20 @@ export interface RestoreResult {
      * put back.
      */
     notCaptured?: string[];
+    /**
+     * Files the editor did not write (it refused or failed; ACP clients, which
+     * write the files), each with its reason: left as they are.
+     */
+    notRestored?: Record<string, string>;
+}
+
+export interface UndoRestoreParams {
+    sessionId: string;
+    /**
+     * Also take back files changed since the restore wrote them (they are kept
+     * otherwise, listed in `conflicts`).
+     */
+    force?: boolean;
 }
 
 export interface UndoRestoreResult {
@@ -298,6 +312,8 @@ export interface UndoRestoreResult {
     unrevertedBuffers?: string[];
     /** Files left as they are: changed since the restore wrote them. */
     conflicts?: string[];
+    /** Files the editor did not write, each with its reason. */
+    notRestored?: Record<string, string>;
 }
 
 export interface CompactParams {
