@@ -163,15 +163,21 @@ class ClientWorkspace(DelegatingWorkspace):
         conn, session_id = client
         shown = self.relative(self.resolve(path))
         await self.disk.make_parents(path)  # folders only: no buffer visits them
+        sent = self.port.newline.to_send(text)
         try:
             await asyncio.wait_for(
                 conn.write_text_file(
-                    session_id=session_id, path=str(self.resolve(path)), content=text
+                    session_id=session_id, path=str(self.resolve(path)), content=sent
                 ),
                 FS_TIMEOUT,
             )
         except CLIENT_FAILURES as exc:
             raise WriteRefused(shown, _reason(exc)) from None
+        try:
+            landed = await self.disk.read_bytes(path, limit=len(data) + 1)
+        except FileTooLarge:
+            landed = None  # not the agent's text plus a newline: nothing to learn
+        self.port.newline.learn(data, sent, landed)
         if executable is not None:
             await self.disk.set_executable(path, executable)
         if buffer is not None and buffer != text:
@@ -211,6 +217,35 @@ class ClientWorkspace(DelegatingWorkspace):
         return await terminal.run(
             conn, session_id, command, cwd or self.roots[0], timeout, max_output, shown
         )
+
+
+class FinalNewline:
+    """Whether this client's ``fs/write_text_file`` adds a final newline, learned
+    from what its writes leave on disk, so later writes land exactly.
+
+    CodeCompanion.nvim splits the content on "\\n" into buffer lines and saves them
+    each with a newline: "a\\n" lands as "a\\n\\n" -- a rewind's write, then an
+    undo's, would each grow the file by a line. Once a write is seen to land with
+    one more newline, text that ends with one is sent without it; a write that then
+    lands short unlearns it. (The restore's normalisation rule,
+    :func:`~agent_host.session.workspace.as_normalised`, keeps the first write,
+    before anything is learned, from counting as a user's edit.)
+    """
+
+    def __init__(self) -> None:
+        self.added = False
+
+    def to_send(self, text: str) -> str:
+        return text[:-1] if self.added and text.endswith("\n") else text
+
+    def learn(self, data: bytes, sent: str, landed: bytes | None) -> None:
+        if landed is None or landed == data or not data.endswith(b"\n"):
+            return
+        if not self.added and landed == data + b"\n":
+            log.info("the client adds a final newline to what it writes: sending one less")
+            self.added = True
+        elif self.added and landed == sent.encode("utf-8"):
+            self.added = False
 
 
 def _reason(exc: BaseException) -> str:

@@ -24,7 +24,7 @@ from ..session.approval import Decision, PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.model import ModelWait, TextDelta
 from ..session.workspace import DiskWorkspace, Workspace
-from .client_files import ClientWorkspace
+from .client_files import ClientWorkspace, FinalNewline
 from .errors import CLIENT_FAILURES
 from .tool_calls import ToolCalls
 
@@ -57,6 +57,8 @@ class AcpPort:
         self.client_capabilities: s.ClientCapabilities | None = None
         self._calls: ToolCalls | None = None
         self._disks: dict[tuple[str, ...], DiskWorkspace] = {}
+        self.newline = FinalNewline()
+        """What the client's writes do to a final newline: one client per connection."""
 
     @property
     def calls(self) -> ToolCalls:

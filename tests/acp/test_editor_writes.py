@@ -141,12 +141,19 @@ async def test_rewind_and_undo_through_an_editor_that_adds_a_final_newline(spawn
         editor.updates.clear()
         await say(conn, sid, "/undo-rewind")
         undone, after_undo = editor.text(sid), a.read_text()
+        cycles = []
+        for _ in range(3):  # each write lands exactly: no line gained per round trip
+            await say(conn, sid, "/rewind -1")
+            rewound_again = a.read_text()
+            await say(conn, sid, "/undo-rewind")
+            cycles.append((rewound_again, a.read_text()))
 
-    assert after_turn == "v1\n\n"  # as CodeCompanion leaves it
+    assert after_turn == "v1\n\n"  # as CodeCompanion leaves it: learned from this write
     assert "restored 1 file (a.py)" in rewound and "Kept" not in rewound, rewound
-    assert after_rewind == "print('a')\n\n"
+    assert after_rewind == "print('a')\n"  # sent one newline short: lands exactly
     assert "restored 1 file (a.py)" in undone and "Left" not in undone, undone
-    assert after_undo.rstrip("\n") == "v1"
+    assert after_undo == after_turn
+    assert cycles == [(after_rewind, after_turn)] * 3
     assert editor.questions == []
 
 
@@ -169,7 +176,7 @@ async def test_a_real_user_edit_is_kept_and_rewind_force_overwrites_it(spawn, wo
     assert kept.endswith(force_hint(kept)), kept  # the message ends with what to type
     assert after_kept == "v1\nmine\n"
     assert "restored 1 file (a.py)" in forced and "Kept" not in forced, forced
-    assert after_forced == "print('a')\n\n"
+    assert after_forced == "print('a')\n"  # exactly: the extra newline learned
     assert editor.questions == []
 
 

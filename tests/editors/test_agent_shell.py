@@ -10,9 +10,9 @@ kept and forcing works; a refused write fails the tool call; a missing key is na
 in the shell. Every message the agent sends validates against the ACP v1 schema.
 See agent_shell_harness.py for how Emacs and the agent are run.
 
-Tests marked ``pending: issue-23-writes`` need the agent to write an open file
-through the editor only (today it writes the disk first, so Emacs finds the file
-changed under its buffer and asks), tolerant rewinds and ``--force``.
+Before the agent wrote an open file through the editor only, it wrote the disk first,
+and Emacs found the file changed under its buffer and asked (batch mode: refused);
+the open-file tests are what would catch that again.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from .agent_shell_harness import Run, find_emacs, find_tmux, play, unpack_agent_
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().parent / "agent_shell" / "agent-host-config.el"
 COMMANDS = {"checkpoints", "rewind", "undo-rewind"}
-PENDING_WRITES = pytest.mark.xfail(reason="pending: issue-23-writes", strict=False)
 MODES = [
     pytest.param(False, id="batch"),
     pytest.param(True, id="terminal"),
@@ -136,7 +135,6 @@ def test_a_missing_key_is_named_in_the_shell(run_in, terminal):
 # -- the file open in a buffer: pending the editor-only writes
 
 
-@PENDING_WRITES
 @pytest.mark.parametrize("terminal", MODES)
 def test_an_agent_edit_of_an_open_file_is_one_clean_write(run_in, terminal):
     run = run_in(terminal, script=TWO_WRITES[:2], steps=[{"prompt": "write v1"}])
@@ -151,7 +149,6 @@ def test_an_agent_edit_of_an_open_file_is_one_clean_write(run_in, terminal):
     assert not any(f["modified"] for f in run.result["files"])
 
 
-@PENDING_WRITES
 @pytest.mark.parametrize("terminal", MODES)
 def test_rewind_and_undo_restore_an_open_file(run_in, terminal):
     run = run_in(
@@ -177,7 +174,6 @@ def test_rewind_and_undo_restore_an_open_file(run_in, terminal):
         assert "error" not in run.answer_to(written), run.answer_to(written)
 
 
-@PENDING_WRITES
 @pytest.mark.parametrize("terminal", MODES)
 def test_a_users_edit_is_kept_by_rewind_and_forcing_overwrites_it(run_in, terminal):
     run = run_in(
@@ -209,7 +205,6 @@ def test_a_users_edit_is_kept_by_rewind_and_forcing_overwrites_it(run_in, termin
     assert run.file(6) == ("mine\n", "mine\n"), forced_undo["text"]
 
 
-@PENDING_WRITES
 def test_a_write_emacs_refuses_fails_the_tool_call(run_in):
     # A save hook that quits, as a user answering C-g to a save: agent-shell
     # answers fs/write_text_file with an error.

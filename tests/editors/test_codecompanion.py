@@ -22,7 +22,6 @@ from . import codecompanion_harness as cc
 
 pytestmark = pytest.mark.timeout(300)
 
-PENDING_WRITES = pytest.mark.xfail(reason="pending: issue-23-writes", strict=False)
 OLD = "old\n"
 NEW = "a\nb\n"
 
@@ -84,7 +83,6 @@ def test_an_agent_edit_reaches_the_open_buffer_and_the_disk(
     assert settled["buffer"] == settled["disk"] and settled["modified"] is False, settled
 
 
-@PENDING_WRITES
 def test_the_agent_writes_an_open_file_only_through_the_editor(
     nvim: str, clients: Path, tmp_path: Path
 ) -> None:
@@ -158,7 +156,6 @@ def test_rewind_and_undo_rewind_of_a_file_not_open(
     assert undone["disk"] == NEW
 
 
-@PENDING_WRITES
 def test_rewind_restores_the_open_file_and_undo_rewind_brings_it_back(
     nvim: str, clients: Path, tmp_path: Path
 ) -> None:
@@ -181,7 +178,6 @@ def test_rewind_restores_the_open_file_and_undo_rewind_brings_it_back(
     assert after_undo["disk"] in LANDED and after_undo["buffer"] == after_undo["disk"], after_undo
 
 
-@PENDING_WRITES
 def test_a_user_edit_is_kept_by_rewind_and_force_overwrites_it(
     nvim: str, clients: Path, tmp_path: Path
 ) -> None:
@@ -203,7 +199,6 @@ def test_a_user_edit_is_kept_by_rewind_and_force_overwrites_it(
     assert settled["disk"] in landed(OLD) and settled["buffer"] == settled["disk"], settled
 
 
-@PENDING_WRITES
 def test_a_refused_write_fails_the_tool_call(nvim: str, clients: Path, tmp_path: Path) -> None:
     """The editor fails the write (a BufWritePre that errors, as a plugin vetoing the
     save would): the tool call fails, and the disk keeps the old text."""

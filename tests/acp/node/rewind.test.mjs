@@ -152,9 +152,7 @@ test("with fs offered, an edit lands through fs/write_text_file; /rewind restore
   }
 });
 
-// Pending the writes of issue 23 (a node:test `todo` fails without failing the
-// suite): remove the todo once the agent writes through the client only.
-test("with fs offered, the agent writes only through the client: the disk is untouched until the client writes", { todo: "pending: issue-23-writes" }, async () => {
+test("with fs offered, the agent writes only through the client: the disk is untouched until the client writes", async () => {
   const dir = scratch();
   try {
     const writes = await withAgent(dir, { steps: WRITES_A, args: ["--approval", "auto"], fs: true }, async (ctx, rec) => {
@@ -171,7 +169,7 @@ test("with fs offered, the agent writes only through the client: the disk is unt
   }
 });
 
-test("with fs offered, a write the client refuses fails the tool call and leaves the disk", { todo: "pending: issue-23-writes" }, async () => {
+test("with fs offered, a write the client refuses fails the tool call and leaves the disk", async () => {
   const dir = scratch();
   try {
     const got = await withAgent(dir, { steps: WRITES_A, args: ["--approval", "auto"], fs: true }, async (ctx, rec) => {
