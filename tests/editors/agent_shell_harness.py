@@ -11,7 +11,8 @@ server) they wait on the screen, where this harness reads them (capture-pane),
 records them and answers ``y`` as a user in a hurry would, so the run goes on.
 
 The agent is started through a small shell script that tees both directions of its
-stdio to files: what it sent is checked against the ACP v1 schema (acp_schema.py).
+stdio to files: what it sent is checked against the ACP v1 schema
+(tests/acp/schema_check.py).
 Without Emacs >= 29.1, tmux or the archive the tests skip -- unless
 AGENT_HOST_REQUIRE_EDITORS=1 (CI), where they fail.
 """
@@ -33,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..acp import schema_check
+from ..acp.schema_check import read_lines
 from ..node_toolchain import unavailable
-from .acp_schema import acp_schema, read_lines
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHIVE = REPO.parent / "shared" / "clients" / "emacs-agent-shell-0.74.3.tar.gz"
@@ -142,7 +144,7 @@ class Run:
         )
 
     def wire_problems(self) -> list[str]:
-        return acp_schema().problems(self.sent, self.received)
+        return schema_check.problems(self.sent, self.received)
 
 
 def _agent_script(base: Path, model: str) -> Path:

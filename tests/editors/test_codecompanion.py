@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..acp.schema_check import ensure_schema
+from ..acp.schema_check import schema_file
 from . import codecompanion_harness as cc
 
 pytestmark = pytest.mark.timeout(300)
@@ -53,7 +53,7 @@ RESTORED_A = re.compile(r"(?<!Not )restored (?:\d+ files? \()?a\.txt")
 
 @pytest.fixture(scope="module")
 def clients(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ensure_schema()
+    schema_file()  # installed up front, not in the first test's time
     return cc.unpack(tmp_path_factory.mktemp("codecompanion"))
 
 
