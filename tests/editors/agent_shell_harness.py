@@ -147,9 +147,13 @@ class Run:
         return schema_check.problems(self.sent, self.received)
 
 
-def _agent_script(base: Path, model: str) -> Path:
-    """The agent command agent-shell starts: agent-host, its stdio teed to files."""
-    command = shlex.join([*agent_host(), "acp", "--model", model, "--store", str(base / "store")])
+def _agent_script(base: Path, model: str, agent_env: dict[str, str]) -> Path:
+    """The agent command agent-shell starts: agent-host, its stdio teed to files;
+    ``agent_env`` set for agent-host alone (as an agent configuration would)."""
+    argv = [*agent_host(), "acp", "--model", model, "--store", str(base / "store")]
+    if agent_env:
+        argv = ["env", *(f"{k}={v}" for k, v in agent_env.items()), *argv]
+    command = shlex.join(argv)
     received, sent, log = (
         shlex.quote(str(base / n)) for n in ("received.jsonl", "sent.jsonl", "agent.log")
     )
@@ -174,11 +178,15 @@ def play(
     terminal: bool = False,
     model: str | None = None,
     drop_env: Sequence[str] = (),
+    agent_env: dict[str, str] | None = None,
+    step_timeout: float = STEP_TIMEOUT,
 ) -> Run:
     """Run agent-shell in Emacs against ``agent-host acp`` and play ``steps`` (the
     driver's: ``{"prompt": TEXT}``, ``{"edit": FILE, "text": TEXT}``, ``{"close":
     FILE}``, ``{"refuse_saves": FILE}``, ``{"follow": REGEXP}``) with the scripted
-    model's ``script`` (or ``model``); ``open_files`` are open in buffers first."""
+    model's ``script`` (or ``model``); ``open_files`` are open in buffers first.
+    ``agent_env``: variables for agent-host only (Emacs gets no secrets);
+    ``step_timeout``: seconds the driver waits for the session and each turn."""
     workspace = base / "ws"
     workspace.mkdir(parents=True)
     files = {"a.txt": "start\n"} if files is None else files
@@ -193,12 +201,12 @@ def play(
         json.dumps(
             {
                 "workspace": str(workspace),
-                "command": [str(_agent_script(base, model))],
+                "command": [str(_agent_script(base, model, agent_env or {}))],
                 "files": list(files),
                 "open": list(open_files),
                 "steps": list(steps),
                 "result": str(result),
-                "timeout": STEP_TIMEOUT,
+                "timeout": step_timeout,
             }
         )
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from .agent_shell_harness import Run, find_emacs, find_tmux, play, unpack_agent_shell
+from .conftest import STALL_WALL, STALLED_MODEL, stalled_model_env
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().parent / "agent_shell" / "agent-host-config.el"
@@ -129,6 +130,43 @@ def test_a_missing_key_is_named_in_the_shell(run_in, terminal):
     # what the user sees: the buffer's visible text, the terminal's screen
     shown = run.screen if terminal else run.result["shell"]
     assert "OPENAI_API_KEY" in shown, shown
+    assert run.wire_problems() == []
+
+
+@pytest.mark.exclusive
+def test_a_stalled_model_is_reported_in_the_shell_within_the_limit(run_in, stalled_model):
+    """Issue 23, finding 7: an endpoint that accepts and never answers. agent-shell
+    shows the wait (the retry notice, in a "Thought" fold) and then the error naming
+    the setting, within STALL_WALL of the prompt."""
+    run = run_in(
+        False,
+        model=STALLED_MODEL,
+        open_files=(),
+        steps=[{"prompt": "hi"}],
+        agent_env=stalled_model_env(stalled_model),
+        step_timeout=STALL_WALL
+        + 30,  # past the bound: a slow turn fails the assert, not the driver
+    )
+    assert run.result["failure"] is None, run.result["failure"]
+    (turn,) = run.turns
+    assert turn["seconds"] < STALL_WALL, turn["seconds"]
+    (error,) = turn["errors"]
+    url = stalled_model.url + "/v1"
+    assert f"no answer from {url} within 1 s, 2 times" in error["message"], error
+    assert "AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in error["message"], error
+    assert "AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in run.result["shell"], run.result["shell"]
+    # the wait reached the editor: the notice on the wire, and in the shell's fold
+    notices = [
+        m["params"]["update"]["content"]["text"]
+        for m in run.requests("session/update")
+        if m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+    ]
+    assert [
+        n.startswith(f"no answer from {STALLED_MODEL} in 1 s; retry 1 of 1 in ") for n in notices
+    ] == [True], notices
+    assert "Thought" in run.result["shell"], run.result["shell"]  # the fold's label
+    assert notices[0] in run.result["shell_all"], run.result["shell_all"]
+    assert len(stalled_model.received) == 2
     assert run.wire_problems() == []
 
 
