@@ -60,7 +60,7 @@ def _node_version(node: str) -> tuple[int, int] | None:
 @pytest.fixture(scope="module")
 def acpx() -> list[str]:
     """The command that runs acpx: [node, cli.js]."""
-    schema_check.ensure_schema()
+    schema_check.schema_file()  # installed up front, not in the first test's time
     cli = SUITE / "node_modules" / "acpx" / "dist" / "cli.js"
     installed = SUITE / "node_modules" / ".package-lock.json"
     stale = not installed.exists() or (

@@ -11,7 +11,8 @@ server) they wait on the screen, where this harness reads them (capture-pane),
 records them and answers ``y`` as a user in a hurry would, so the run goes on.
 
 The agent is started through a small shell script that tees both directions of its
-stdio to files: what it sent is checked against the ACP v1 schema (acp_schema.py).
+stdio to files: what it sent is checked against the ACP v1 schema
+(tests/acp/schema_check.py).
 Without Emacs >= 29.1, tmux or the archive the tests skip -- unless
 AGENT_HOST_REQUIRE_EDITORS=1 (CI), where they fail.
 """
@@ -33,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..acp import schema_check
+from ..acp.schema_check import read_lines
 from ..node_toolchain import unavailable
-from .acp_schema import acp_schema, read_lines
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHIVE = REPO.parent / "shared" / "clients" / "emacs-agent-shell-0.74.3.tar.gz"
@@ -142,12 +144,16 @@ class Run:
         )
 
     def wire_problems(self) -> list[str]:
-        return acp_schema().problems(self.sent, self.received)
+        return schema_check.problems(self.sent, self.received)
 
 
-def _agent_script(base: Path, model: str) -> Path:
-    """The agent command agent-shell starts: agent-host, its stdio teed to files."""
-    command = shlex.join([*agent_host(), "acp", "--model", model, "--store", str(base / "store")])
+def _agent_script(base: Path, model: str, agent_env: dict[str, str]) -> Path:
+    """The agent command agent-shell starts: agent-host, its stdio teed to files;
+    ``agent_env`` set for agent-host alone (as an agent configuration would)."""
+    argv = [*agent_host(), "acp", "--model", model, "--store", str(base / "store")]
+    if agent_env:
+        argv = ["env", *(f"{k}={v}" for k, v in agent_env.items()), *argv]
+    command = shlex.join(argv)
     received, sent, log = (
         shlex.quote(str(base / n)) for n in ("received.jsonl", "sent.jsonl", "agent.log")
     )
@@ -172,11 +178,15 @@ def play(
     terminal: bool = False,
     model: str | None = None,
     drop_env: Sequence[str] = (),
+    agent_env: dict[str, str] | None = None,
+    step_timeout: float = STEP_TIMEOUT,
 ) -> Run:
     """Run agent-shell in Emacs against ``agent-host acp`` and play ``steps`` (the
     driver's: ``{"prompt": TEXT}``, ``{"edit": FILE, "text": TEXT}``, ``{"close":
     FILE}``, ``{"refuse_saves": FILE}``, ``{"follow": REGEXP}``) with the scripted
-    model's ``script`` (or ``model``); ``open_files`` are open in buffers first."""
+    model's ``script`` (or ``model``); ``open_files`` are open in buffers first.
+    ``agent_env``: variables for agent-host only (Emacs gets no secrets);
+    ``step_timeout``: seconds the driver waits for the session and each turn."""
     workspace = base / "ws"
     workspace.mkdir(parents=True)
     files = {"a.txt": "start\n"} if files is None else files
@@ -191,12 +201,12 @@ def play(
         json.dumps(
             {
                 "workspace": str(workspace),
-                "command": [str(_agent_script(base, model))],
+                "command": [str(_agent_script(base, model, agent_env or {}))],
                 "files": list(files),
                 "open": list(open_files),
                 "steps": list(steps),
                 "result": str(result),
-                "timeout": STEP_TIMEOUT,
+                "timeout": step_timeout,
             }
         )
     )

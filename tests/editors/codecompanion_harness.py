@@ -169,8 +169,6 @@ def agent_messages(base: Path) -> list[dict[str, Any]]:
 
 def assert_schema_valid(base: Path) -> int:
     """Every agent message of the run validates against ACP v1; how many there were."""
-    if not schema_check.SCHEMA.is_file():
-        pytest.fail(f"no ACP schema at {schema_check.SCHEMA}", pytrace=False)
     checked, wrong = schema_check.check_log_dir(base / "wire")
     assert not wrong, "messages off the ACP v1 schema:\n" + "\n".join(wrong[:20])
     assert checked > 0, "no agent messages were recorded"

@@ -1,10 +1,22 @@
-"""Fixtures shared by the editor tests: the Neovim to run (see neovim_harness.py)."""
+"""Fixtures shared by the editor tests: the Neovim to run (see neovim_harness.py), a
+stalled model endpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from ..session.providers.fakes import FakeServer, hang
 from .neovim_harness import find_nvim, missing_editor
+
+STALLED_MODEL = "openai/gpt-4.1-mini"
+STALL_LIMITS = {"AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT": "1", "AGENT_HOST_MODEL_RETRIES": "1"}
+"""Limits for a stalled endpoint: each attempt waits 1 s for the answer to begin, and
+is tried once more (about 2.5 s in all, the backoff included)."""
+STALL_WALL = 30.0
+"""Seconds the user may wait for the stall's error at STALL_LIMITS, from submitting
+the prompt: the limits' 2.5 s and generous slack for a loaded machine."""
 
 
 @pytest.fixture(scope="module")
@@ -14,3 +26,17 @@ def nvim() -> str:
         missing_editor(reason)
     assert found is not None
     return found
+
+
+@pytest.fixture
+def stalled_model() -> Iterator[FakeServer]:
+    """A loopback endpoint speaking HTTP that accepts every request and never answers."""
+    server = FakeServer([hang]).start()
+    yield server
+    server.stop()
+
+
+def stalled_model_env(server: FakeServer) -> dict[str, str]:
+    """The agent's environment for STALLED_MODEL at ``server``: a dummy key, the
+    endpoint, the limits."""
+    return {"OPENAI_API_KEY": "sk-test-x", "OPENAI_BASE_URL": server.url + "/v1", **STALL_LIMITS}

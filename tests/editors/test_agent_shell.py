@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from .acp_schema import acp_schema
 from .agent_shell_harness import Run, find_emacs, find_tmux, play, unpack_agent_shell
+from .conftest import STALL_WALL, STALLED_MODEL, stalled_model_env
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().parent / "agent_shell" / "agent-host-config.el"
@@ -132,6 +132,43 @@ def test_a_missing_key_is_named_in_the_shell(run_in, terminal):
     assert run.wire_problems() == []
 
 
+@pytest.mark.exclusive
+def test_a_stalled_model_is_reported_in_the_shell_within_the_limit(run_in, stalled_model):
+    """Issue 23, finding 7: an endpoint that accepts and never answers. agent-shell
+    shows the wait (the retry notice, in a "Thought" fold) and then the error naming
+    the setting, within STALL_WALL of the prompt."""
+    run = run_in(
+        False,
+        model=STALLED_MODEL,
+        open_files=(),
+        steps=[{"prompt": "hi"}],
+        agent_env=stalled_model_env(stalled_model),
+        step_timeout=STALL_WALL
+        + 30,  # past the bound: a slow turn fails the assert, not the driver
+    )
+    assert run.result["failure"] is None, run.result["failure"]
+    (turn,) = run.turns
+    assert turn["seconds"] < STALL_WALL, turn["seconds"]
+    (error,) = turn["errors"]
+    url = stalled_model.url + "/v1"
+    assert f"no answer from {url} within 1 s, 2 times" in error["message"], error
+    assert "AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in error["message"], error
+    assert "AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in run.result["shell"], run.result["shell"]
+    # the wait reached the editor: the notice on the wire, and in the shell's fold
+    notices = [
+        m["params"]["update"]["content"]["text"]
+        for m in run.requests("session/update")
+        if m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+    ]
+    assert [
+        n.startswith(f"no answer from {STALLED_MODEL} in 1 s; retry 1 of 1 in ") for n in notices
+    ] == [True], notices
+    assert "Thought" in run.result["shell"], run.result["shell"]  # the fold's label
+    assert notices[0] in run.result["shell_all"], run.result["shell_all"]
+    assert len(stalled_model.received) == 2
+    assert run.wire_problems() == []
+
+
 # -- the file open in a buffer: pending the editor-only writes
 
 
@@ -226,37 +263,6 @@ def test_a_write_emacs_refuses_fails_the_tool_call(run_in):
     ]
     assert failed, "no failed tool_call_update"
     assert run.questions == []
-
-
-# -- the checks themselves
-
-
-def test_the_schema_check_catches_what_the_top_level_schema_lets_through():
-    # An extension-shaped message passes the schema's top level: the check routes
-    # by method, so a chunk without text, a result of the wrong shape and an
-    # answer to nothing are each caught.
-    sent = [
-        {
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": {
-                "sessionId": "s",
-                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text"}},
-            },
-        },
-        {"jsonrpc": "2.0", "id": 1, "result": {"modes": None}},
-        {"jsonrpc": "2.0", "id": 9, "result": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "fs/write_text_file", "params": {"path": "a"}},
-    ]
-    received = [{"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}]
-    problems = acp_schema().problems(sent, received)
-    assert {int(p.split()[1]) for p in problems} == {0, 1, 2, 3}, problems
-    assert any("SessionNotification" in p for p in problems)
-    assert any("NewSessionResponse" in p for p in problems)
-    assert any("answers no request" in p for p in problems)
-    assert any("WriteTextFileRequest" in p for p in problems)
-    good = [{"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}]
-    assert acp_schema().problems(good, received) == []
 
 
 # -- the documented configuration is the tested one

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from ..acp.schema_check import ensure_schema
+from ..acp.schema_check import schema_file
 from . import codecompanion_harness as cc
+from .conftest import STALL_WALL, STALLED_MODEL, stalled_model_env
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -52,7 +53,7 @@ RESTORED_A = re.compile(r"(?<!Not )restored (?:\d+ files? \()?a\.txt")
 
 @pytest.fixture(scope="module")
 def clients(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ensure_schema()
+    schema_file()  # installed up front, not in the first test's time
     return cc.unpack(tmp_path_factory.mktemp("codecompanion"))
 
 
@@ -233,3 +234,42 @@ def test_a_missing_key_is_named_where_the_user_sees_it(
     assert not opened["connected"], opened
     for where in (opened, said):
         assert any("OPENAI_API_KEY" in e for e in where["errors"]), where
+
+
+@pytest.mark.exclusive
+def test_a_stalled_model_is_reported_in_the_chat_within_the_limit(
+    nvim: str, clients: Path, tmp_path: Path, stalled_model
+) -> None:
+    """Issue 23, finding 7: an endpoint that accepts and never answers. The chat
+    shows the wait (the retry notice, as reasoning) and then the error naming the
+    setting, also notified, within STALL_WALL of the prompt."""
+    actions = [
+        {"do": "open_chat"},
+        {"do": "say", "text": "hello", "wait_ms": int(STALL_WALL + 30) * 1000},
+    ]
+    results = drive(
+        nvim,
+        clients,
+        tmp_path,
+        actions,
+        model=STALLED_MODEL,
+        env={**stalled_model_env(stalled_model), "AGENT_HOST_OPENAI_API_KEY": None},
+    )
+    opened, said = results
+    assert opened["connected"], opened
+    assert said["done"] and said["ms"] < STALL_WALL * 1000, said
+    url = stalled_model.url + "/v1"
+    assert f"no answer from {url} within 1 s, 2 times" in said["reply"], said["reply"]
+    assert "AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in said["reply"], said["reply"]
+    assert any("AGENT_HOST_MODEL_FIRST_BYTE_TIMEOUT" in e for e in said["errors"]), said
+    # the wait reached the editor: the notice on the wire and in the chat
+    notices = [
+        m["params"]["update"]["content"]["text"]
+        for m in cc.agent_messages(tmp_path)
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+    ]
+    assert len(notices) == 1, notices
+    assert notices[0].startswith(f"no answer from {STALLED_MODEL} in 1 s; retry 1 of 1 in ")
+    assert notices[0] in said["reply"], said["reply"]
+    assert len(stalled_model.received) == 2

@@ -179,11 +179,12 @@ test("session/close and session/delete of an unknown session resolve: the SDK re
     assert.deepEqual(result.closedUnknown, {});
     assert.deepEqual(result.deletedAgain, {});
     // What the agent answered under the SDK's success: ACP's "Resource not found".
+    // data.kind names the type; data.error repeats the message (CodeCompanion shows it)
     assert.deepEqual(
-      result.errors.map((e) => [e.code, e.data]),
+      result.errors.map((e) => [e.code, e.data.kind, e.data.error === e.message]),
       [
-        [-32002, { error: "SessionNotFound" }],
-        [-32002, { error: "SessionNotFound" }],
+        [-32002, "SessionNotFound", true],
+        [-32002, "SessionNotFound", true],
       ],
     );
   } finally {

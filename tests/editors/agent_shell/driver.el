@@ -142,10 +142,13 @@
   (setq driver--turn (list (cons 'prompt text) (cons 'text "") (cons 'tools nil)
                            (cons 'stop :null))
         driver--turn-done nil)
-  (let ((errors-before (length driver--errors)))
+  (let ((errors-before (length driver--errors))
+        (started (float-time)))
     (with-current-buffer driver--shell
       (agent-shell-insert :text text :submit t :no-focus t :shell-buffer driver--shell))
     (driver--wait (format "the turn of %S" text) (lambda () driver--turn-done))
+    ;; from submitting to the turn's end (or its error), as the user waited
+    (setf (map-elt driver--turn 'seconds) (- (float-time) started))
     (setf (map-elt driver--turn 'errors)
           (seq-take driver--errors (- (length driver--errors) errors-before))))
   (setf (map-elt driver--turn 'tools) (nreverse (map-elt driver--turn 'tools)))
@@ -204,6 +207,11 @@ user answering C-g would."
     (shell . ,(if (and driver--shell (buffer-live-p driver--shell))
                   (driver--visible-text driver--shell)
                 ""))
+    ;; the folded parts too (a thought's body), which a user unfolds to read
+    (shell_all . ,(if (and driver--shell (buffer-live-p driver--shell))
+                      (with-current-buffer driver--shell
+                        (buffer-substring-no-properties (point-min) (point-max)))
+                    ""))
     (messages . ,(with-current-buffer (messages-buffer)
                    (buffer-substring-no-properties (point-min) (point-max))))))
 
