@@ -2,7 +2,7 @@
 unmodified agent-shell 0.74.3 (with acp.el and shell-maker) against a real
 ``agent-host acp`` on the scripted model.
 
-The archive is ``../shared/clients/emacs-agent-shell-0.74.3.tar.gz`` from the repo
+The archive is ``emacs-agent-shell-0.74.3.tar.gz`` in ``../shared/clients`` from the repo
 root; each test module unpacks it into a temporary folder. Emacs (>= 29.1) runs
 tests/editors/agent_shell/driver.el, which plays a plan -- prompts submitted in the
 shell, a user's edits -- and writes what it saw as JSON. Under ``emacs --batch`` the
@@ -37,9 +37,10 @@ from typing import Any
 from ..acp import schema_check
 from ..acp.schema_check import read_lines
 from ..node_toolchain import unavailable
+from .pinned_clients import clients_dir
 
 REPO = Path(__file__).resolve().parents[2]
-ARCHIVE = REPO.parent / "shared" / "clients" / "emacs-agent-shell-0.74.3.tar.gz"
+ARCHIVE_NAME = "emacs-agent-shell-0.74.3.tar.gz"
 DRIVER = Path(__file__).resolve().parent / "agent_shell" / "driver.el"
 PACKAGES = ("agent-shell", "acp.el", "shell-maker")
 MIN_EMACS = (29, 1)
@@ -88,15 +89,19 @@ def find_tmux() -> str:
 
 def unpack_agent_shell(into: Path) -> Path:
     """The archive unpacked into ``into``: the folder holding the three packages."""
-    if not ARCHIVE.is_file():
-        unavailable(f"the agent-shell tests need {ARCHIVE} (pinned agent-shell 0.74.3)")
-    with tarfile.open(ARCHIVE) as archive:
+    found = clients_dir() / ARCHIVE_NAME
+    if not found.is_file():
+        unavailable(
+            f"the agent-shell tests need {found} (pinned agent-shell 0.74.3); "
+            "set AGENT_HOST_CLIENTS to the folder that holds it"
+        )
+    with tarfile.open(found) as archive:
         if hasattr(tarfile, "data_filter"):  # Python 3.11.4 on
             archive.extractall(into, filter="data")
         else:
             archive.extractall(into)  # noqa: S202 -- our pinned fixture
     missing = [p for p in PACKAGES if not (into / p).is_dir()]
-    assert not missing, f"{ARCHIVE} lacks {missing}"
+    assert not missing, f"{found} lacks {missing}"
     return into
 
 

@@ -26,16 +26,13 @@ import pytest
 
 from ..acp import schema_check
 from ..node_toolchain import unavailable
+from .pinned_clients import clients_dir
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().parent / "codecompanion" / "driver.lua"
 WIRE_TAP = str(REPO / "tests" / "acp" / "wire_tap.py")
 ARCHIVE_NAME = "nvim-codecompanion-19.22.0.tar.gz"
 RUN_TIMEOUT = 120
-
-
-def clients_dir() -> Path:
-    return Path(os.environ.get("AGENT_HOST_CLIENTS") or REPO.parent / "shared" / "clients")
 
 
 def unpack(into: Path) -> Path:

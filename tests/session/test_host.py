@@ -289,7 +289,7 @@ async def test_permission_rejected_leaves_files_alone(tmp_path, ws):
 async def test_a_permission_prompt_whose_file_cannot_be_read_is_asked_without_a_diff(
     tmp_path, ws, caplog
 ):
-    caplog.set_level(logging.INFO, logger="agent_host.session.turn")
+    caplog.set_level(logging.INFO, logger="agent_host.session.proposal")
     (ws / "sub").mkdir()
     asked = []
 

@@ -17,6 +17,7 @@ from agent_host.cli.output import print_json
 from agent_host.session.environment import DEFAULT_POLICY, EnvironmentPolicy
 from agent_host.session.mcp import McpServerConfig
 from agent_host.session.providers.errors import Endpoint, translate
+from agent_host.session.providers.limits import Limits
 from agent_host.session.redaction import (
     MASK,
     SECRETS,
@@ -112,7 +113,8 @@ def test_mcp_configs_register_headers_secret_env_values_and_url_passwords():
 
 def test_a_model_error_is_masked_before_it_is_cut():
     SECRETS.add(KEY)
-    endpoint = Endpoint("openai", "m", "http://127.0.0.1:1/v1", "set OPENAI_API_KEY", 5, 0)
+    limits = Limits(timeout=5, retries=0)
+    endpoint = Endpoint("openai", "m", "http://127.0.0.1:1/v1", "set OPENAI_API_KEY", limits)
 
     class ServerFailed(Exception):
         status_code = 500
