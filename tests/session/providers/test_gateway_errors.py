@@ -29,10 +29,21 @@ LITELLM_UPSTREAM_REVOKED = {
 LITELLM_1_110_UPSTREAM_REVOKED = {
     "error": {
         # what litellm 1.110.2's proxy answered, seen in front of a loopback upstream
+        # (1.108.7's too: test_litellm_proxy_real.py's pin)
         "message": "litellm.AuthenticationError: AuthenticationError: OpenAIException - "
         "upstream key revoked\n\nLiteLLM: model group 'coder' failed with the error above. "
         "No fallback was attempted.",
         "type": "authentication_error",
+        "param": None,
+        "code": "401",
+    }
+}
+LITELLM_1_106_UPSTREAM_REVOKED = {
+    "error": {
+        # what litellm 1.106.12's proxy answered there: no "AuthenticationError" in it
+        "message": "litellm.BadRequestError: OpenAIException - upstream key revoked\n\n"
+        "LiteLLM: model group 'coder' failed with the error above. No fallback was attempted.",
+        "type": "invalid_request_error",
         "param": None,
         "code": "401",
     }
@@ -47,13 +58,17 @@ def proxy_for(server, **kwargs):
     return open_provider("litellm_proxy/coder", base_url=server.url, max_retries=0, **kwargs)
 
 
-@pytest.mark.parametrize("body", [LITELLM_UPSTREAM_REVOKED, LITELLM_1_110_UPSTREAM_REVOKED])
+@pytest.mark.parametrize(
+    "body",
+    [LITELLM_UPSTREAM_REVOKED, LITELLM_1_110_UPSTREAM_REVOKED, LITELLM_1_106_UPSTREAM_REVOKED],
+)
 async def test_litellm_upstream_401_keeps_its_message_and_blames_no_key_of_ours(serve, body):
     server = serve(json_response(401, body))
     _, err = await collect_until_error(proxy_for(server))
     assert isinstance(err, ModelAuthError)
     text = str(err)
-    assert f"the gateway at {server.url} answered 401: litellm.AuthenticationError" in text, text
+    error_class = body["error"]["message"].split(":", 1)[0]  # litellm.AuthenticationError
+    assert f"the gateway at {server.url} answered 401: {error_class}" in text, text
     assert "OpenAIException - upstream key revoked" in text, text
     assert "coder" in text, text
     assert "not the key agent-host sent" in text, text

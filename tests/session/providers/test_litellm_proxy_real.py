@@ -2,14 +2,13 @@
 revoked): agent-host reports the proxy's own message, as the gateway's, and does
 not blame the key it sent the proxy.
 
-Needs the ``litellm`` proxy: the executable named by AGENT_HOST_LITELLM, or
-``litellm`` on PATH (``pip install 'litellm[proxy]'``); skipped without it.
+The proxy is the pinned release, installed once into a private venv
+(litellm_install.py); skipped when it cannot be installed, failed on CI.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -23,9 +22,11 @@ from agent_host.session.providers import ModelAuthError, open_provider
 
 from .conftest import FAKE_KEY
 from .fakes import FakeServer, json_response
+from .litellm_install import litellm_executable
 from .test_openai_compat import assert_no_key, collect_until_error
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+# The first run installs the proxy (about 1.5 minutes, at most litellm_install's 900 s).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 UPSTREAM_KEY = "sk-upstream-0123456789abcdefREVOKED"
 REVOKED = {
@@ -35,13 +36,6 @@ REVOKED = {
         "code": "invalid_api_key",
     }
 }
-
-
-def _litellm() -> str:
-    found = os.environ.get("AGENT_HOST_LITELLM") or shutil.which("litellm")
-    if not found:
-        pytest.skip("the LiteLLM proxy is not installed (pip install 'litellm[proxy]')")
-    return found
 
 
 def _free_port() -> int:
@@ -54,7 +48,7 @@ def _free_port() -> int:
 def proxy(tmp_path: Path) -> Iterator[str]:
     """A LiteLLM proxy serving model group ``coder`` from an upstream whose key is
     revoked; FAKE_KEY, the key agent-host sends, is its master key (a good key)."""
-    litellm = _litellm()
+    litellm = litellm_executable()
     upstream = FakeServer([json_response(401, REVOKED) for _ in range(8)]).start()
     config = tmp_path / "litellm.yaml"
     config.write_text(
@@ -108,8 +102,10 @@ async def test_the_real_proxys_upstream_401_is_the_gateways_not_our_keys(proxy):
     _, err = await collect_until_error(provider)
     assert isinstance(err, ModelAuthError)
     text = str(err)
-    assert f"the gateway at {proxy} answered 401: " in text, text
+    # The pinned release's body is test_gateway_errors' LITELLM_1_110_UPSTREAM_REVOKED.
+    assert f"the gateway at {proxy} answered 401: litellm.AuthenticationError" in text, text
     assert "OpenAIException - upstream key revoked" in text, text
+    assert "model group 'coder' failed" in text, text
     assert "not the key agent-host sent" in text, text
     assert "LITELLM_PROXY_API_KEY" not in text and "was rejected" not in text, text
     assert UPSTREAM_KEY not in text
