@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
@@ -17,8 +16,9 @@ from typing import Any, Protocol, TypeVar
 import orjson
 
 from ..blobs import BlobStore
-from ..errors import CheckpointConflictError, CheckpointNotFound, CorruptLogError, InvalidSessionId
+from ..errors import CheckpointConflictError, CheckpointNotFound, CorruptLogError
 from ..events import Event, from_dict, from_dicts
+from .ids import check_session_id
 from .info import SessionInfo, Truncation
 from .leases import waiting_lease
 
@@ -33,19 +33,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 ListCursor = tuple[float, str]
 """Where a page of :meth:`StoreBase.list_page` ended: (updated_at, id) of its last row."""
-
-
-def check_session_id(session_id: object) -> str:
-    """``session_id`` if it is 1-128 letters, digits, '-' or '_'; else InvalidSessionId."""
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        shown = repr(session_id)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        raise InvalidSessionId(f"invalid session id {shown}: use 1-128 letters, digits, '-' or '_'")
-    return session_id
 
 
 def check_events(events: Sequence[Event]) -> None:

@@ -2,14 +2,19 @@
 
 Layout under the store's root (folders 0700, files 0600)::
 
-    sessions/<id>.jsonl    the log, one framed event per line
-    truncated/<id>.jsonl   what truncate() removed, one framed Truncation per line
-    locks/<id>.lock        the per-session lock (filelock)
-    torn/                  bytes cut from a torn tail, kept for inspection
-    snapshots/<id>.snap    the resume snapshot, a cache (see file_snapshot)
-    index.jsonl            the session index (see file_index)
-    blobs/                 file snapshots (see blobs)
-    pins/<holder>.pins     blobs a live workspace index holds, kept from gc (blob_pins)
+    sessions/<name>.jsonl    the log, one framed event per line
+    sessions/<name>.id       the exact session id, for a derived <name> only
+    truncated/<name>.jsonl   what truncate() removed, one framed Truncation per line
+    locks/<name>.lock        the per-session lock (filelock); <name>.turn its turn lease
+    torn/                    bytes cut from a torn tail, kept for inspection
+    snapshots/<name>.snap    the resume snapshot, a cache (see file_snapshot)
+    index.jsonl              the session index (see file_index)
+    blobs/                   file snapshots (see blobs)
+    pins/<holder>.pins       blobs a live workspace index holds, kept from gc (blob_pins)
+
+``<name>`` is derived from the session id, never taken from it (ids.file_stem): a
+plain id (letters, digits, '-', '_', at most 128) is its own name, as in every
+store written before other ids were allowed; any other id gets ``~<slug>~<hash>``.
 
 Every operation on a session holds its lock, so readers see whole appends and
 writers in several processes take turns. ``append`` returns after fdatasync. A
@@ -49,9 +54,10 @@ from ..errors import (
     StoreUnavailable,
     store_unavailable,
 )
-from . import file_index, file_snapshot, file_stash, framing, locking, log_file
+from . import file_ids, file_index, file_snapshot, file_stash, framing, locking, log_file
 from .base import SessionInfo, StoreBase, Truncation
 from .file_index import SessionIndex, compact_threshold
+from .ids import file_stem
 from .leases import file_lease
 from .log_file import LogState
 from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
@@ -131,7 +137,7 @@ class FileCheckpointer(StoreBase):
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         self._make_dirs()
-        return file_lease(f"{self._locks_dir}/{session_id}.turn", session_id)
+        return file_lease(f"{self._locks_dir}/{file_stem(session_id)}.turn", session_id)
 
     def _close(self) -> None:
         self._states.clear()
@@ -140,10 +146,10 @@ class FileCheckpointer(StoreBase):
     # -- paths and locks
 
     def _log_path(self, session_id: str) -> str:
-        return f"{self._sessions_dir}/{session_id}.jsonl"
+        return f"{self._sessions_dir}/{file_stem(session_id)}.jsonl"
 
     def _stash_path(self, session_id: str) -> Path:
-        return self.root / "truncated" / f"{session_id}.jsonl"
+        return self.root / "truncated" / f"{file_stem(session_id)}.jsonl"
 
     def _absent(self, session_id: str) -> bool:
         # A session that does not exist is read, or not changed, without creating
@@ -164,9 +170,11 @@ class FileCheckpointer(StoreBase):
             yield None
             return
         self._make_dirs()
-        with locking.hold(f"{self._locks_dir}/{session_id}.lock", wait=wait):
+        with locking.hold(f"{self._locks_dir}/{file_stem(session_id)}.lock", wait=wait):
             # Not O_APPEND: appends write over the zeros past the content (log_file).
             flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            if create:
+                file_ids.keep(self._sessions_dir, session_id)
             try:
                 fd = os.open(self._log_path(session_id), flags, 0o600)
             except FileNotFoundError:
@@ -191,7 +199,7 @@ class FileCheckpointer(StoreBase):
             yield None, False
             return
         path = self._log_path(session_id)
-        with locking.hold(f"{self._locks_dir}/{session_id}.lock", reader=True) as locked:
+        with locking.hold(f"{self._locks_dir}/{file_stem(session_id)}.lock", reader=True) as locked:
             fd, writable = None, False
             try:
                 if locked:
@@ -335,7 +343,7 @@ class FileCheckpointer(StoreBase):
     def _cut_torn_tail(self, session_id: str, fd: int, end: int, size: int) -> None:
         torn = self.root / "torn"
         torn.mkdir(mode=0o700, exist_ok=True)
-        keep = torn / f"{session_id}.{time.time_ns()}.bin"
+        keep = torn / f"{file_stem(session_id)}.{time.time_ns()}.bin"
         keep.write_bytes(os.pread(fd, size - end, end))
         os.ftruncate(fd, end)
         os.fsync(fd)
@@ -441,7 +449,7 @@ class FileCheckpointer(StoreBase):
             return data, self._since(session_id, fd, state, new, max(head - 1, 0), repair)
 
     def _snapshot_path(self, session_id: str) -> str:
-        return os.path.join(self.root, "snapshots", f"{session_id}.snap")
+        return os.path.join(self.root, "snapshots", f"{file_stem(session_id)}.snap")
 
     @_reported("read")
     def _head(self, session_id: str) -> int:
@@ -463,6 +471,7 @@ class FileCheckpointer(StoreBase):
                 self._states.pop(session_id, None)
                 try:
                     self._stash_path(session_id).unlink(missing_ok=True)
+                    file_ids.forget(self._sessions_dir, session_id)
                     Path(self._snapshot_path(session_id)).unlink(missing_ok=True)
                     fsync_dir(self._sessions_dir)
                 except OSError as exc:
@@ -632,8 +641,9 @@ class FileCheckpointer(StoreBase):
                 # reading that session still raises, naming the file.
                 log.warning("the index leaves out a damaged log: %s", exc)
                 continue
-            if found.records:
-                info = summarize(found.records).info(entry.name[: -len(".jsonl")])
+            session_id = file_ids.id_of(self._sessions_dir, entry.name[: -len(".jsonl")])
+            if found.records and session_id is not None:
+                info = summarize(found.records).info(session_id)
                 lines.append(file_index.info_line(info))
         return b"".join(lines)
 

@@ -37,6 +37,7 @@ from ..errors import (
     store_unavailable,
 )
 from .base import SessionInfo, StoreBase, Truncation
+from .ids import file_stem
 from .leases import LocalLeases, file_lease
 from .sqlite_blobs import SqliteBlobStore
 from .summary import Summary, summarize
@@ -318,7 +319,7 @@ class SqliteCheckpointer(StoreBase):
             folder.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
             raise store_unavailable(folder, "create", exc) from exc
-        return file_lease(str(folder / f"{session_id}.turn"), session_id)
+        return file_lease(str(folder / f"{file_stem(session_id)}.turn"), session_id)
 
     def _close(self) -> None:
         with self._mutex:
