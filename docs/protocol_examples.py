@@ -207,7 +207,7 @@ async def record(root: Path) -> list[dict[str, Any]]:
     wire.mark("InvalidParams")
     await wire.request("session/send", {"sessionId": 42, "prompt": ""})
     wire.mark("InvalidSessionId")
-    await wire.request("session/history", {"sessionId": "../etc"})
+    await wire.request("session/history", {"sessionId": "bad\x00id"})
     wire.mark("CheckpointNotFound")
     await wire.request("session/restore", {"sessionId": sid, "seq": 999})
     wire.mark("NothingToUndo")

@@ -334,11 +334,11 @@ def test_a_turn_that_does_not_end_well_exits_1(project, store, script):
 
 
 def test_server_errors_print_one_line_and_exit_1(project, store):
-    bad_id = agent_host("history", "not/an id", *common(store, project))
+    bad_id = agent_host("history", "x" * 513, *common(store, project))
     assert bad_id.returncode == 1
-    assert (
-        bad_id.stderr
-        == "agent-host: invalid session id 'not/an id': use 1-128 letters, digits, '-' or '_'\n"
+    assert bad_id.stderr == (
+        f"agent-host: invalid session id '{'x' * 56}... (513 characters): a session id is"
+        " 1-512 characters, at most 1024 bytes in UTF-8, with no NUL and no unpaired surrogate\n"
     )
     bad_store = agent_host("run", "hi", "--store", "http://nowhere/x", "--workspace", str(project))
     assert bad_store.returncode == 1

@@ -19,7 +19,8 @@ class InvalidArgument(AgentHostError, ValueError):
 
 
 class InvalidSessionId(AgentHostError, ValueError):
-    """A session id that is not 1-128 letters, digits, '-' or '_'."""
+    """Not a session id: 1-512 characters, at most 1 KiB of UTF-8, no NUL, no
+    unpaired surrogate (session/store/ids.py)."""
 
 
 class SessionNotFound(AgentHostError, LookupError):
