@@ -407,7 +407,7 @@ def with_(**changes) -> bytes:
         (with_(version="1"), "version"),
         (with_(session_id=...), "'session_id' is missing"),
         (with_(model=3), "'model' is a int"),
-        (with_(session_id="../x"), "invalid session id"),
+        (with_(session_id="x" * 513), "invalid session id"),
         (with_(approval="yolo"), "approval"),
         (with_(workdir="rel"), "absolute"),
     ],

@@ -62,3 +62,22 @@ async def test_the_cli_and_the_lsp_wire_reach_one_session_by_an_odd_id(
     assert shown.stdout.splitlines() == [
         "user: First.", "assistant: From the CLI.", "user: Second.", "assistant: From the CLI."
     ]  # fmt: skip
+
+
+PATH_LIKE = ["../x", "../../etc/passwd", "a/b", "..", ".", "/abs", "\\x", "a b", "CON", "A", "a"]
+
+
+async def test_path_like_ids_are_sessions_kept_inside_the_store(agents, tmp_path, store_dir):
+    client = await agents([{"text": "ok"}] * len(PATH_LIKE))
+    for session_id in PATH_LIKE:
+        done = await request(client, "session/send", {"sessionId": session_id, "prompt": "hi"})
+        assert done["sessionId"] == session_id
+    sessions = (await request(client, "session/list", {}))["sessions"]
+    assert sorted(s["sessionId"] for s in sessions) == sorted(PATH_LIKE)
+    for session_id in PATH_LIKE:
+        history = await request(client, "session/history", {"sessionId": session_id})
+        assert [m["content"] for m in history["messages"]] == ["hi", "ok"]
+    # Nothing was written next to (or above) the store, nor in the workspace.
+    assert {p.name for p in tmp_path.iterdir()} <= {"ws", "store", "script-0.json"}
+    assert [p.name for p in (tmp_path / "ws").iterdir()] == ["a.py"]
+    assert not (store_dir.parent.parent / "etc").exists()

@@ -69,7 +69,7 @@ async def test_any_string_is_a_session_id_kept_exactly(store, backend):
     again = backend.open()
     for n, sid in enumerate(ODD_IDS):
         events = await again.read(sid)
-        assert [e.text for e in events] == [f"p{n}", f"a{n}"], sid  # type: ignore[attr-defined]
+        assert [e.text for e in events] == [f"p{n}", f"a{n}"], sid
         assert await again.head(sid) == 2
     listed = [i.id for i in await again.list()]
     assert sorted(listed) == sorted(ODD_IDS)  # exact: no folding, no normalising
@@ -81,7 +81,7 @@ async def test_odd_ids_truncate_delete_and_page(store, backend):
         await store.append(sid, [UserPrompt(text=f"p{n}"), AssistantMessage(text=f"a{n}")])
     case_pair = ("Mixed.Case", "mixed.case")
     cut = await store.truncate(case_pair[0], 1)
-    assert [e.text for e in cut.events] == [f"a{ODD_IDS.index(case_pair[0])}"]  # type: ignore[attr-defined]
+    assert [e.text for e in cut.events] == [f"a{ODD_IDS.index(case_pair[0])}"]
     assert await store.head(case_pair[1]) == 2  # its twin is untouched
     assert await store.truncations(case_pair[1]) == []
     assert len(await backend.open().truncations(case_pair[0])) == 1

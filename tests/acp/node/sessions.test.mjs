@@ -135,8 +135,8 @@ test("an unknown session id is ACP's -32002 (resource not found); a malformed on
       };
       const errors = {};
       for (const [method, attempt] of Object.entries(attempts)) errors[method] = await rpcError(attempt);
-      // Not an id at all (a path): invalid params.
-      errors.malformed = await rpcError(say(ctx, "../../etc", "hello"));
+      // Not an id at all (longer than 512 characters): invalid params.
+      errors.malformed = await rpcError(say(ctx, "x".repeat(513), "hello"));
       // A cancel for an unknown session is a notification: no answer, and the
       // connection goes on.
       await ctx.notify(methods.agent.session.cancel, { sessionId: bad });
