@@ -11,8 +11,9 @@ facades). What the engine needs beyond those six, the adapter supplies:
 - **turn leases**: in this process only (a set of the sessions whose turn runs, as
   the memory store's): two processes on one object's backing storage are not kept
   apart.
-- **truncations** (what restore cut, for its undo): kept by the adapter in this
-  process; after a restart there is nothing to undo.
+- **truncations** (what ``pop_item``, ``clear_session`` and a restore cut, for
+  their undo): kept by the adapter in this process; after a restart they are
+  gone, and an undo that needs one says so (UndoUnavailable).
 - ``list_page`` is :meth:`list` cut into pages; no resume snapshot is kept (a
   resume folds the log); ``url`` is the object's own, else ``memory:`` (a State
   of it resumes only in this process, given the object again).
@@ -139,7 +140,7 @@ class AdaptedCheckpointer(StoreBase):
         self.wrapped = store
         self.blobs = blobs
         self._leases = LocalLeases()
-        self._truncations: dict[str, builtins.list[Truncation]] = {}
+        self._cuts: dict[str, builtins.list[Truncation]] = {}
 
     def __repr__(self) -> str:
         return f"AdaptedCheckpointer({type(self.wrapped).__name__})"
@@ -209,7 +210,7 @@ class AdaptedCheckpointer(StoreBase):
         if await self.head(session_id) == 0:
             raise SessionNotFound(session_id)
         await _result(self.wrapped.delete(session_id))
-        self._truncations.pop(session_id, None)
+        self._cuts.pop(session_id, None)
 
     async def truncate(
         self, session_id: str, seq: int, expected_head: int | None = None
@@ -223,14 +224,14 @@ class AdaptedCheckpointer(StoreBase):
         # The head just read, so events appended meanwhile conflict instead of
         # being cut unseen (and missing from the truncation).
         await _result(self.wrapped.truncate(session_id, seq, expected_head=head))
-        kept = self._truncations.setdefault(session_id, [])
+        kept = self._cuts.setdefault(session_id, [])
         truncation = Truncation(len(kept) + 1, seq, time.time(), removed)
         kept.append(truncation)
         return truncation
 
     async def truncations(self, session_id: str) -> builtins.list[Truncation]:
         check_session_id(session_id)
-        kept = self._truncations.get(session_id, [])
+        kept = self._cuts.get(session_id, [])
         return [Truncation(t.id, t.seq, t.ts, [self._copy(e) for e in t.events]) for t in kept]
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
