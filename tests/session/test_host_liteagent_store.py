@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_host.harness import aagent_session
+from agent_host.harness import aagent_resume, aagent_session
 from agent_host.session.errors import IncompleteStore, SessionNotFound
 from agent_host.session.host import AgentHost
 from agent_host.session.store.adapted import AdaptedCheckpointer
@@ -74,12 +74,20 @@ async def test_a_six_method_object_is_a_whole_store_for_agent_host(tmp_path, ws)
     await again.close()
 
 
-async def test_the_harness_facade_takes_the_object_too(tmp_path, ws):
+async def test_the_harness_facade_takes_the_object_and_resumes_in_it(tmp_path, ws):
     obj = DictCheckpointer()
-    async with aagent_session(
-        model=script(tmp_path, [{"text": "hello"}]), store=obj, workdir=ws
-    ) as session:
+    model = script(tmp_path, [{"text": "hello"}, {"text": "again"}])
+    async with aagent_session(model=model, store=obj, workdir=ws) as session:
         assert (await session.arun("hi")).text == "hello"
+        state = await session.adetach()
+    # The adapter lives in this process: the State says so, and resumes given the object.
+    assert state.store == "memory:"
+    async with await aagent_resume(state, store=obj) as session:
+        assert (await session.arun("more")).text == "again"
+        assert [m["content"] for m in await session.ahistory() if m["role"] == "user"] == [
+            "hi",
+            "more",
+        ]
     assert len(obj.logs) == 1
 
 

@@ -60,8 +60,9 @@ REQUIRED: dict[str, str] = {
 }
 """The six methods a store object must have, and what each must do."""
 
-_FULL = (*REQUIRED, "blobs", "url", "list_page", "truncations", "turn_lease", "close")
-"""What makes an object a whole :class:`Checkpointer`, used as it is."""
+_WHOLE = (*REQUIRED, "blobs", "list_page", "truncations", "turn_lease", "close")
+"""What makes an object a whole :class:`Checkpointer`, used as it is (``url`` is
+optional: a store without one is only never named in a State)."""
 
 _adapters: weakref.WeakKeyDictionary[Any, AdaptedCheckpointer] = weakref.WeakKeyDictionary()
 _pinned: dict[int, tuple[Any, AdaptedCheckpointer]] = {}
@@ -72,7 +73,7 @@ _mutex = threading.Lock()
 def as_checkpointer(store: object) -> Any:
     """``store`` itself if it is a whole store; this process's adapter of it if it has
     the six methods; else IncompleteStore naming what is missing."""
-    if all(hasattr(store, name) for name in _FULL):
+    if all(hasattr(store, name) for name in _WHOLE):
         return store
     return adapt(store)
 
