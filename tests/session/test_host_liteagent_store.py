@@ -107,3 +107,21 @@ async def test_the_agents_sdk_session_takes_the_object_too(tmp_path, ws):
 def test_an_object_missing_methods_is_refused_by_name_where_a_store_is_taken(tmp_path, ws):
     with pytest.raises(IncompleteStore, match="it has no head, list, delete, truncate"):
         AgentHost(store=OnlyAppendAndRead(), workdir=ws)
+
+
+async def test_the_session_service_takes_the_object_too(tmp_path, ws):
+    from agent_host.service import SessionService
+
+    from ..service.test_sessions import Port
+
+    obj = DictCheckpointer()
+    model = script(tmp_path, [{"text": "served"}])
+    service = SessionService(Port(), store=obj, model=model, approval="auto", roots=[ws])
+    try:
+        sid = await service.new(cwd=ws)
+        assert (await service.send(sid, "hi")).result.text == "served"
+        assert [i.id for i in (await service.list()).sessions] == [sid] == list(obj.logs)
+    finally:
+        await service.shutdown()
+    with pytest.raises(IncompleteStore, match="it has no head, list, delete, truncate"):
+        SessionService(Port(), store=OnlyAppendAndRead())
