@@ -180,7 +180,8 @@ class AdaptedCheckpointer(StoreBase):
     async def read(self, session_id: str, since_seq: int = 0) -> builtins.list[ev.Event]:
         check_session_id(session_id)
         events = await _result(self.wrapped.read(session_id, since_seq))
-        return [self._copy(e) for e in events if e.seq > since_seq]
+        # Copies, as a durable store's reads are (decoded together: they share much).
+        return self.decode_many([ev.encode(e) for e in events if e.seq > since_seq])
 
     async def head(self, session_id: str) -> int:
         check_session_id(session_id)
