@@ -55,6 +55,7 @@ KINDS: dict[type[BaseException], ErrorKind] = {
     e.InvalidArgument: ErrorKind.INVALID_PARAMS,
     e.InvalidSessionId: ErrorKind.INVALID_PARAMS,
     e.UnsupportedStore: ErrorKind.INVALID_PARAMS,
+    e.IncompleteStore: ErrorKind.INVALID_PARAMS,
     e.McpConfigError: ErrorKind.INVALID_PARAMS,
     ShellEnvironmentError: ErrorKind.INVALID_PARAMS,
     e.PathOutsideWorkspace: ErrorKind.INVALID_PARAMS,

@@ -131,6 +131,16 @@ class UnsupportedStore(AgentHostError, ValueError):
     """A store URL whose scheme no backend understands."""
 
 
+class IncompleteStore(InvalidArgument):
+    """A store object without some of the six methods every store needs (append,
+    read, head, list, delete, truncate). ``missing`` names them; the message says
+    what each must do."""
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
 class ModelError(AgentHostError):
     """The model provider failed: bad credentials, unknown model, outage, timeout.
 

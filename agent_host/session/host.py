@@ -35,6 +35,7 @@ from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
+from .store.adapted import as_checkpointer
 from .turn import TurnResult
 from .workspace import DiskWorkspace, Workspace
 from .workspace.processes import CommandProcesses
@@ -87,8 +88,10 @@ class AgentHost:
         self.persistent = sessions
         if not sessions:
             store = "memory:"
-        self._owns_store = not hasattr(store, "append")
-        self.store: Checkpointer = store if not self._owns_store else open_store(store)  # type: ignore[arg-type, assignment]
+        self._owns_store = store is None or isinstance(store, str | os.PathLike)
+        # A store object may be a whole Checkpointer or LiteAgent's six methods,
+        # adapted (IncompleteStore names what a lesser one lacks).
+        self.store: Checkpointer = open_store(store) if self._owns_store else as_checkpointer(store)  # type: ignore[arg-type]
         self.shell_environment = as_policy(shell_environment)
         """What commands and MCP servers started in this host's turns see of
         os.environ (ShellEnvironmentError for a bad JSON form)."""
