@@ -144,15 +144,19 @@ class UpdateStream(Generic[T], AsyncIterator[Any]):
         self._tap = _Tap(self._session_id, asyncio.Queue(self._maxsize))
         context = contextvars.copy_context()
         context.run(TAP.set, self._tap)
-        self._task = asyncio.get_running_loop().create_task(self._pump(), context=context)
+        self._task = asyncio.get_running_loop().create_task(
+            _pump(self._run, self._tap), context=context
+        )
 
-    async def _pump(self) -> None:
-        assert self._tap is not None
-        try:
-            outcome = _Outcome(result=await self._run())
-        except Exception as exc:
-            outcome = _Outcome(error=exc)
-        # The last item; it may wait for room like any update. Once the consumer
-        # left, aclose() cancels this wait.
-        if not self._tap.closed:
-            await self._tap.queue.put(outcome)
+
+async def _pump(run: Callable[[], Awaitable[Any]], tap: _Tap) -> None:
+    """Run the operation, then hand its outcome over as the last item. A function,
+    not a method: the task must not keep the stream alive (see __del__)."""
+    try:
+        outcome = _Outcome(result=await run())
+    except Exception as exc:
+        outcome = _Outcome(error=exc)
+    # The last item; it may wait for room like any update. Once the consumer
+    # left, aclose() cancels this wait.
+    if not tap.closed:
+        await tap.queue.put(outcome)

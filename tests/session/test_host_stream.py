@@ -232,3 +232,16 @@ async def _read(store: str, sid: str) -> list[ev.Event]:
         return await opened.read(sid)
     finally:
         await opened.close()
+
+
+async def test_a_stream_dropped_mid_way_cancels_its_turn(tmp_path, ws):
+    slow = {"text": " ".join(f"word{i}" for i in range(60)), "delay_ms": 20}
+    model = script(tmp_path, [slow, {"text": "again"}])
+    async with AgentHost(store="memory:", model=model, workdir=ws) as host:
+        async for item in host.stream("talk"):  # no aclose: the stream is dropped at break
+            if isinstance(item, TextDelta):
+                break
+        # The turn ends (cancelled, not run to its end) and the next one gets its turn.
+        assert (await host.send("go on", wait=30)).text == "again"
+        log = await host.store.read(host.session_id)
+    assert [e.stop_reason for e in log if type(e) is ev.TurnEnd] == ["cancelled", "end_turn"]
