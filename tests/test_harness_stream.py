@@ -249,3 +249,14 @@ def test_a_sandbox_is_refused_naming_the_alternative(tmp_path, ws, sandbox):
             make()
         assert "container" in str(caught.value) and "sandbox=None" in str(caught.value)
     assert not (tmp_path / "store").exists()  # refused before anything opened
+
+
+async def test_a_stream_dropped_mid_way_cancels_its_turn_and_the_session_parks(tmp_path, ws):
+    options = opts(tmp_path, ws, [SLOW, {"text": "again"}])
+    async with aagent_session(**options) as s:
+        async for item in s.astream("talk"):  # no aclose: dropped at the break
+            if isinstance(item, TextDelta):
+                break
+        state = await s.adetach()  # not refused: no turn is counted as running
+    log = await log_of(options["store"], state.session_id)
+    assert [e.stop_reason for e in log if type(e) is ev.TurnEnd] == ["cancelled"]

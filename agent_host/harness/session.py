@@ -207,6 +207,9 @@ class Session:
             if hasattr(result, "cost"):
                 self._cost = _plus(self._cost, result.cost)
 
+    def _turn_dropped(self) -> None:
+        self._turns -= 1  # (on self._loop: a stream dropped mid-way, see streams.py)
+
     async def _settle(self, result: object) -> None:
         """After a streamed operation: the cost, counted again (a failure only logged:
         the operation's own outcome is what the caller sees)."""

@@ -8,6 +8,7 @@ early cancels it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,22 @@ class SessionStream:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def __del__(self) -> None:
+        # Dropped mid-way without aclose (a `break` out of a bare `async for`): the
+        # host's stream cancels the turn as it goes; the Session stops counting it.
+        if not self._running:
+            return
+        self._running = False
+        loop = self._session._loop
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            here = False
+        if here:
+            self._session._turns -= 1
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._session._turn_dropped)
 
     def blocking(self) -> Iterator[Any]:
         """The same, for sync code (a generator: closing it cancels what runs)."""
