@@ -13,14 +13,17 @@
     s = await aagent_resume(State.loads(state.dumps()), api_key=...)
 
 Options are AgentHost's constructor keywords and hold for every turn;
-``session_id=`` names a session to start or continue.
+``session_id=`` names a session to start or continue. LiteLLM's call shape is
+taken too: ``agent_session("agent-host", sandbox=None, model=...)`` (a harness
+first: agent-host runs only its own; ``sandbox=``: see ``check_sandbox``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .session import OpeningSession, Session, open_blocking
+from .session import FROM_STATE, OpeningSession, Session, open_blocking
+from .shape import NO_SANDBOX, check_harness, check_sandbox
 from .state import FORMAT_VERSION, HARNESS, IN_PROCESS_STORES, State
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "HARNESS",
+    "NO_SANDBOX",
     "OpeningSession",
     "Session",
     "State",
@@ -41,36 +45,53 @@ __all__ = [
 ]
 
 
-def agent(prompt: str, **options: Any) -> TurnResult:
-    """One turn in a fresh session, which is then closed (and kept in the store)."""
-    with agent_session(**options) as session:
+def agent(first: Any, prompt: str | None = None, /, **options: Any) -> TurnResult:
+    """One turn in a fresh session, which is then closed (and kept in the store):
+    ``agent(prompt, ...)``, or LiteLLM's ``agent(harness, prompt, sandbox=..., ...)``."""
+    harness, prompt = (None, first) if prompt is None else (first, prompt)
+    with agent_session(harness, **options) as session:
         return session.run(prompt)
 
 
-async def aagent(prompt: str, **options: Any) -> TurnResult:
-    async with aagent_session(**options) as session:
+async def aagent(first: Any, prompt: str | None = None, /, **options: Any) -> TurnResult:
+    harness, prompt = (None, first) if prompt is None else (first, prompt)
+    async with aagent_session(harness, **options) as session:
         return await session.arun(prompt)
 
 
-def agent_session(**options: Any) -> Session:
-    """A Session, for ``with``; ``session_id=`` continues a stored session."""
+def agent_session(harness: Any = None, /, *, sandbox: Any = None, **options: Any) -> Session:
+    """A Session, for ``with``; ``session_id=`` continues a stored session.
+    ``harness``: None or agent-host's own (CapabilityUnsupported for another);
+    ``sandbox``: None (CapabilityUnsupported for a sandbox: there is none yet)."""
+    _check_shape(harness, sandbox)
     return open_blocking(options, _continues(options), "agent_session")
 
 
-def aagent_session(**options: Any) -> OpeningSession:
+def aagent_session(
+    harness: Any = None, /, *, sandbox: Any = None, **options: Any
+) -> OpeningSession:
     """``await`` it, or ``async with aagent_session(...) as s``."""
+    _check_shape(harness, sandbox)
     return OpeningSession(options, _continues(options))
 
 
-def agent_resume(state: State, **options: Any) -> Session:
+def agent_resume(state: State, *, sandbox: Any = None, **options: Any) -> Session:
     """Continue the session ``state`` names, in its store, folder, model and
     approval; ``options`` override them and add what a State never holds
-    (``api_key``, ``base_url``, ``provider``, callbacks)."""
-    return open_blocking(_resumed(state, options), True, "agent_resume")
+    (``api_key``, ``base_url``, ``provider``, callbacks). StateIncompatible when
+    that session is no longer in the store (deleted)."""
+    check_sandbox(sandbox)
+    return open_blocking(_resumed(state, options), FROM_STATE, "agent_resume")
 
 
-def aagent_resume(state: State, **options: Any) -> OpeningSession:
-    return OpeningSession(_resumed(state, options), True)
+def aagent_resume(state: State, *, sandbox: Any = None, **options: Any) -> OpeningSession:
+    check_sandbox(sandbox)
+    return OpeningSession(_resumed(state, options), FROM_STATE)
+
+
+def _check_shape(harness: Any, sandbox: Any) -> None:
+    check_harness(harness)
+    check_sandbox(sandbox)
 
 
 def _continues(options: dict[str, Any]) -> bool:

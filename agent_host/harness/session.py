@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..session.errors import CapabilityUnsupported, HostClosed, TurnInProgress
+from ..session.errors import CapabilityUnsupported, HostClosed, StateIncompatible, TurnInProgress
 from .loop import LoopThread, acall, call, refuse_inside_loop
 from .state import State, store_url
+from .streams import SessionStream
 
 if TYPE_CHECKING:
     from ..session.host import AgentHost
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 OPEN, CLOSED, DETACHED, STOPPED = "open", "closed", "detached", "stopped"
+FROM_STATE = "state"
 
 
 class Session:
@@ -69,6 +71,32 @@ class Session:
 
     async def arun(self, prompt: str) -> TurnResult:
         return await self._async(lambda: self._turn(prompt))
+
+    def stream(self, prompt: str) -> Iterator[Any]:
+        """One turn as it happens: ``for update in s.stream(prompt)`` yields what
+        ``on_event`` is told (TextDelta, ev.ToolCall, ev.FileSnapshot, ev.ToolResult,
+        ev.Usage …, in order) and the TurnResult last. Stopping early (``break``,
+        closing the generator) cancels the turn; its error is raised from the loop."""
+        refuse_inside_loop("Session.stream()", "`async for update in session.astream(...)`")
+        self._refuse_if_released()
+        return SessionStream(self, lambda: self._host.stream(prompt, self._session_id)).blocking()
+
+    def astream(self, prompt: str) -> SessionStream:
+        """``async for update in s.astream(prompt)`` (see ``stream``); use it with
+        ``async with`` (or ``aclose()`` it) to cancel the turn when leaving early."""
+        self._refuse_if_released()
+        return SessionStream(self, lambda: self._host.stream(prompt, self._session_id))
+
+    def compact(self, instructions: str | None = None) -> Any:
+        """Summarise the older conversation: a CompactResult (``before``, ``after``:
+        tokens; ``compacted``)."""
+        return self._blocking("compact", self.acompact(instructions)._whole)
+
+    def acompact(self, instructions: str | None = None) -> SessionStream:
+        """``await`` it for the CompactResult, or ``async for`` it: its
+        CompactionProgress, the CompactResult last."""
+        self._refuse_if_released()
+        return SessionStream(self, lambda: self._host.compact(instructions, self._session_id))
 
     def history(self, limit: int | None = None) -> list[dict]:
         """The session as the model sees it, in OpenAI chat format."""
@@ -134,6 +162,13 @@ class Session:
             if self._phase != OPEN and self._thread is not None:
                 self._thread.stop()
 
+    async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T | None:
+        """``make()`` on the host's loop, released or not; nothing once that loop
+        is gone (closing the Session cancelled what ran there)."""
+        if self._loop.is_closed():
+            return None
+        return await acall(self._loop, make)
+
     async def _release_async(self, make: Callable[[], Awaitable[T]]) -> T:
         try:
             return await self._async(make)
@@ -164,13 +199,24 @@ class Session:
         await self._recount(result)
         return result
 
-    async def _recount(self, result: TurnResult | None) -> None:
+    async def _recount(self, result: object) -> None:
         try:
             self._cost = await self._host.session_cost(self._session_id)
         except HostClosed:
             # stop() or close() closed the host as the turn wound down: add what it cost.
-            if result is not None:
+            if hasattr(result, "cost"):
                 self._cost = _plus(self._cost, result.cost)
+
+    def _turn_dropped(self) -> None:
+        self._turns -= 1  # (on self._loop: a stream dropped mid-way, see streams.py)
+
+    async def _settle(self, result: object) -> None:
+        """After a streamed operation: the cost, counted again (a failure only logged:
+        the operation's own outcome is what the caller sees)."""
+        try:
+            await self._recount(result)
+        except Exception:
+            log.warning("cannot total the cost of session %s", self._session_id, exc_info=True)
 
     async def _park(self, phase: str) -> State:
         self._refuse_if_released()
@@ -180,6 +226,9 @@ class Session:
                 "idle session; wait for run() to return, or stop() to cancel the turn"
             )
         state = self._describe()  # may refuse: nothing is released yet
+        if self._host.persistent and not self._turns:
+            # A session with no turn yet is stored now, or its State would name nothing.
+            await self._host.handle(self._session_id).store_opening()
         await self._release(phase)
         return state
 
@@ -221,7 +270,7 @@ class OpeningSession:
     """What ``aagent_session`` and ``aagent_resume`` return: ``await`` it for the
     Session, or use it with ``async with`` (which closes the Session at the end)."""
 
-    def __init__(self, options: dict[str, Any], resume: bool) -> None:
+    def __init__(self, options: dict[str, Any], resume: bool | str) -> None:
         self._options = options
         self._resume = resume
         self._session: Session | None = None
@@ -238,7 +287,7 @@ class OpeningSession:
             await self._session.aclose()
 
 
-def open_blocking(options: dict[str, Any], resume: bool, what: str) -> Session:
+def open_blocking(options: dict[str, Any], resume: bool | str, what: str) -> Session:
     """A Session whose host lives on a loop thread of its own."""
     refuse_inside_loop(f"{what}()", f"`async with a{what}(...)`")
     thread = LoopThread()
@@ -250,20 +299,27 @@ def open_blocking(options: dict[str, Any], resume: bool, what: str) -> Session:
     return Session(host, thread.loop, thread, _store_of(options, host), cost)
 
 
-async def open_async(options: dict[str, Any], resume: bool) -> Session:
+async def open_async(options: dict[str, Any], resume: bool | str) -> Session:
     """A Session whose host lives on the running loop."""
     host, cost = await _open_host(options, resume)
     return Session(host, asyncio.get_running_loop(), None, _store_of(options, host), cost)
 
 
-async def _open_host(options: dict[str, Any], resume: bool) -> tuple[AgentHost, float | None]:
+async def _open_host(options: dict[str, Any], resume: bool | str) -> tuple[AgentHost, float | None]:
+    """``resume``: True continues the named session (an unknown one starts empty);
+    FROM_STATE continues one a State names, which must be stored."""
     # The engine loads with the first session, not with `import agent_host`.
     from ..session.host import AgentHost
 
     host = AgentHost(**options)
     try:
         if resume:
-            await host.resume(host.session_id)  # finishes a restore a crash cut short
+            state = await host.resume(host.session_id)  # finishes a restore a crash cut short
+            if resume == FROM_STATE and state.head == 0:
+                raise StateIncompatible(
+                    f"this State's session {host.session_id!r} is not in its store: it "
+                    "was deleted, or the store is another one; start a new session instead"
+                )
         cost = await host.session_cost()
     except BaseException:
         await host.close()

@@ -387,6 +387,16 @@ class SessionHandle:
                 untold = 1 if self.opening is not None else 0  # announced when made
             await state.append(events, untold=untold)
 
+    async def store_opening(self) -> None:
+        """Store the session's first event if nothing of it is stored yet, so that
+        a State naming it resumes it (an empty session is otherwise never written)."""
+        if (await self.state(full=False)).head:
+            return
+        async with self.exclusive(False, "storing it"):
+            state = await self.state(full=False)
+            if state.head == 0:
+                await state.append([self._started()], untold=1 if self.opening else 0)
+
     async def pop_item(self, *, wait: Wait = False) -> dict | None:
         """Remove and return the latest item (the cut stays in the store's truncations)."""
         async with self.exclusive(wait, "popping an item"):

@@ -36,6 +36,7 @@ from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store
 from .store.adapted import as_checkpointer
+from .streaming import UpdateStream, tap
 from .turn import TurnResult
 from .workspace import DiskWorkspace, Workspace
 from .workspace.processes import CommandProcesses
@@ -219,6 +220,7 @@ class AgentHost:
         """A new session with the conversation (and file history) of ``session_id``
         up to just before the prompt at ``seq`` -- or all of it; the source is
         untouched. CheckpointNotFound for a seq that is not a prompt."""
+        self._require_persistence("fork")
         return await self.handle(session_id).fork(seq, title=title)
 
     async def session_model(self, session_id: str) -> str:
@@ -255,6 +257,7 @@ class AgentHost:
         """The prompts to restore to; a command's changes a crash kept from the log
         are logged first (unless a turn holds the session: then they may be a
         command's that is running)."""
+        self._require_persistence("list_checkpoints")
         return await self.handle(session_id).list_checkpoints()
 
     # -- turns
@@ -278,6 +281,25 @@ class AgentHost:
             raise InvalidArgument("prompt must be a non-empty string")
         return await self.handle(session_id).send(prompt, model=model, context=context, wait=wait)
 
+    def stream(
+        self,
+        prompt: str,
+        session_id: str | None = None,
+        model: str | None = None,
+        context: list[dict[str, Any]] | None = None,
+        *,
+        wait: Wait = False,
+    ) -> UpdateStream[TurnResult]:
+        """One turn as a stream (see streaming.py): ``async for update in
+        host.stream(prompt)`` yields what ``on_event`` is told of the turn, in
+        order, and its TurnResult last; leaving early (``aclose()``, ``async
+        with``) cancels the turn. ``await`` it for the TurnResult alone."""
+        handle = self.handle(session_id)
+        return UpdateStream(
+            handle.session_id,
+            lambda: handle.send(prompt, model=model, context=context, wait=wait),
+        )
+
     async def cancel(self, session_id: str | None = None) -> bool:
         """Cancel the running turn; its send returns with stop_reason "cancelled"."""
         handle = self._handles.get(self._sid(session_id))
@@ -299,6 +321,7 @@ class AgentHost:
 
         Files changed since the session last wrote them are left and reported as
         ``conflicts``, unless ``force``."""
+        self._require_persistence("restore")
         handle = self.handle(check_session_id(session_id))
         result = await handle.restore(seq, files, conversation, force=force, wait=wait)
         self.session_id = handle.session_id  # as LiteAgent's: the session becomes current
@@ -311,6 +334,7 @@ class AgentHost:
 
         Files changed since the restore wrote them are left and reported as
         ``conflicts``, unless ``force``."""
+        self._require_persistence("undo_restore")
         handle = self.handle(session_id)
         result = await handle.undo_restore(force=force, wait=wait)
         self.session_id = handle.session_id
@@ -318,11 +342,15 @@ class AgentHost:
 
     # -- compaction
 
-    async def compact(
+    def compact(
         self, instructions: str | None = None, session_id: str | None = None, *, wait: Wait = False
-    ) -> CompactResult:
-        """Summarise the older part of the conversation; atomic if the model fails."""
-        return await self.handle(session_id).compact(instructions, wait=wait)
+    ) -> UpdateStream[CompactResult]:
+        """Summarise the older part of the conversation; atomic if the model fails.
+        ``await`` it for the CompactResult (``before``, ``after``: tokens), or
+        ``async for`` it: its CompactionProgress (and ModelWait), the result last."""
+        self._require_persistence("compact")
+        handle = self.handle(session_id)
+        return UpdateStream(handle.session_id, lambda: handle.compact(instructions, wait=wait))
 
     # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
 
@@ -388,6 +416,7 @@ class AgentHost:
         await self.handle(check_session_id(session_id)).use_mcp_servers(servers)
 
     async def _emit(self, session_id: str, item: object) -> None:
+        await tap(session_id, item)  # the stream of the operation reporting it, if any
         if self._on_event is not None:
             maybe = self._on_event(session_id, item)
             if maybe is not None:
@@ -403,5 +432,7 @@ class AgentHost:
         self._refuse_if_closed()
         if not self.persistent:
             raise CapabilityUnsupported(
-                f"{what} needs stored sessions, but this host was created with sessions=False"
+                f"{what} manages stored sessions, and this host was created with "
+                "sessions=False (one conversation in memory): create it with sessions=True "
+                "and a store to use it"
             )
