@@ -28,6 +28,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..errors import StoreUnavailable
@@ -90,6 +91,13 @@ class Tables:
         ]
 
 
+def _in(conn: Connection, t: Tables) -> str | None:
+    """The schema the tables are in: the app's engine may move them
+    (``execution_options(schema_translate_map=...)``)."""
+    translate = conn.get_execution_options().get("schema_translate_map") or {}
+    return translate.get(t.schema, t.schema)
+
+
 def lock_key(*parts: str) -> int:
     """A stable signed 64-bit advisory lock key for ``parts``."""
     digest = hashlib.sha256("\0".join(("agent-host-sqla", *parts)).encode()).digest()
@@ -105,9 +113,8 @@ async def migrate(conn: AsyncConnection, t: Tables, create: bool, where: str) ->
         await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
         if t.schema and create:
             await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"'))
-    exists = await conn.run_sync(
-        lambda c: inspect(c).has_table(t.version.name, schema=t.schema)
-    )
+    # An app's engine may move the tables (execution_options(schema_translate_map)).
+    exists = await conn.run_sync(lambda c: inspect(c).has_table(t.version.name, schema=_in(c, t)))
     version = 0
     if exists:
         version = (await conn.execute(select(func.coalesce(func.max(t.version.c.version), 0)))).scalar_one()
