@@ -130,7 +130,9 @@ async def test_engine_session_matches_sqlite_session(tmp_path):
 async def test_cli_runs_on_a_sqlalchemy_store_url(tmp_path):
     store = f"sqlite+aiosqlite:///{tmp_path}/cli.db"
     ours = AgentHostSession.from_url("relay", url=store, workdir=tmp_path)
-    await ours.add_items([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    await ours.add_items(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    )
     await ours.close()
     steps = tmp_path / "script.json"
     steps.write_text(json.dumps({"steps": [{"text": "Continued by agent-host."}] * 10}))

@@ -73,7 +73,7 @@ def default_store_url() -> str:
     return Path(platformdirs.user_data_dir("agent-host", appauthor=False)).as_uri()
 
 
-def open_store(url: str | os.PathLike[str] | object | None = None) -> Checkpointer:
+def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
@@ -91,7 +91,7 @@ def open_store(url: str | os.PathLike[str] | object | None = None) -> Checkpoint
         from .sqla import open_engine
 
         return open_engine(url)  # type: ignore[arg-type]
-    text = os.fspath(url)  # type: ignore[arg-type]
+    text = os.fspath(url)
     if "://" not in text and not text.startswith("memory:"):
         from .file import FileCheckpointer
 

@@ -23,6 +23,7 @@ registry imports it when a URL of its schemes is opened.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -92,7 +93,7 @@ class SqlAlchemyCheckpointer(StoreBase):
         # to a file take turns here too, rather than on SQLite's busy loop.
         self._serial: asyncio.Lock | None = None
         self.blobs = SqlAlchemyBlobStore(self)
-        self._lease = lease_for(self)  # type: ignore[method-assign]
+        self._leases = lease_for(self)
 
     @classmethod
     def from_url(
@@ -265,11 +266,13 @@ class SqlAlchemyCheckpointer(StoreBase):
             s.c.id, s.c.created_at, s.c.updated_at, s.c.head, s.c.turns, s.c.title, s.c.workspace
         ).order_by(s.c.updated_at.desc(), s.c.id.desc())
 
-    async def list(self) -> list[SessionInfo]:
+    async def list(self) -> builtins.list[SessionInfo]:
         rows = await self._read_rows("list sessions in", self._listing())
         return [SessionInfo(*row) for row in rows]
 
-    async def list_page(self, limit: int, after: ListCursor | None = None) -> list[SessionInfo]:
+    async def list_page(
+        self, limit: int, after: ListCursor | None = None
+    ) -> builtins.list[SessionInfo]:
         if not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive integer, got {limit!r}")
         query = self._listing().limit(limit)
@@ -326,16 +329,16 @@ class SqlAlchemyCheckpointer(StoreBase):
             ).scalar_one()
             now = time.time()
             await conn.execute(
-                insert(tr).values(
-                    session_id=session_id, id=last + 1, seq=seq, ts=now, events=stash
-                )
+                insert(tr).values(session_id=session_id, id=last + 1, seq=seq, ts=now, events=stash)
             )
             await conn.execute(delete(e).where(e.c.session_id == session_id, e.c.seq > seq))
-            await conn.execute(update(s).where(s.c.id == session_id).values(**_row(summarize(kept))))
+            await conn.execute(
+                update(s).where(s.c.id == session_id).values(**_row(summarize(kept)))
+            )
             await conn.commit()
         return self.decode_truncation(last + 1, seq, now, stash)
 
-    async def truncations(self, session_id: str) -> list[Truncation]:
+    async def truncations(self, session_id: str) -> builtins.list[Truncation]:
         check_session_id(session_id)
         tr = self.t.truncations
         rows = await self._read_rows(
@@ -351,12 +354,12 @@ class SqlAlchemyCheckpointer(StoreBase):
 
     async def read_snapshot(
         self, session_id: str, limit: int | None = None
-    ) -> tuple[bytes, list[ev.Event]] | None:
+    ) -> tuple[bytes, builtins.list[ev.Event]] | None:
         check_session_id(session_id)
         return None
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
-        raise NotImplementedError  # replaced in __init__ by sqla_leases' kind
+        return self._leases(session_id)
 
     async def close(self) -> None:
         if self._owned:

@@ -65,9 +65,7 @@ class AdvisoryLeases:
             try:
                 conn = await self._engine.connect()
             except Exception as exc:
-                raise StoreUnavailable(
-                    f"cannot take a turn lease in {self._where}: {exc}"
-                ) from exc
+                raise StoreUnavailable(f"cannot take a turn lease in {self._where}: {exc}") from exc
             held = False
             try:
                 taken = (

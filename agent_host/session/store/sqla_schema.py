@@ -117,7 +117,9 @@ async def migrate(conn: AsyncConnection, t: Tables, create: bool, where: str) ->
     exists = await conn.run_sync(lambda c: inspect(c).has_table(t.version.name, schema=_in(c, t)))
     version = 0
     if exists:
-        version = (await conn.execute(select(func.coalesce(func.max(t.version.c.version), 0)))).scalar_one()
+        version = (
+            await conn.execute(select(func.coalesce(func.max(t.version.c.version), 0)))
+        ).scalar_one()
     wanted = len(t.migrations)
     if version > wanted:
         raise StoreUnavailable(
@@ -135,5 +137,5 @@ async def migrate(conn: AsyncConnection, t: Tables, create: bool, where: str) ->
         await conn.run_sync(lambda c: t.version.create(c))
     for number, step in enumerate(t.migrations[version:], version + 1):
         for table in step:
-            await conn.run_sync(lambda c, table=table: table.create(c))
+            await conn.run_sync(table.create)
         await conn.execute(insert(t.version).values(version=number))
