@@ -26,7 +26,7 @@ import asyncio
 import builtins
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult
@@ -140,15 +140,21 @@ class SqlAlchemyCheckpointer(StoreBase):
             if self._ready:
                 return
             async with self._connect("set up the tables in", write=True) as conn:
-                if self.path is not None and self._owned:
-                    # Readers beside the writer; set once, kept by the file.
-                    await conn.commit()
-                    await conn.exec_driver_sql("PRAGMA journal_mode = WAL")
-                    await conn.commit()
-                    await conn.exec_driver_sql("BEGIN IMMEDIATE")
                 await migrate(conn, self.t, self._create, self.where)
                 await conn.commit()
+            if self.path is not None and self._owned:
+                await self._wal()
             self._ready = True
+
+    async def _wal(self) -> None:
+        """WAL on a database file this store opened: readers beside the writer. Set
+        once, kept by the file; while another process switches it (or holds it
+        busy), left to that one: the store is correct in either mode."""
+        async with self.engine.connect() as conn:
+            mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+            if str(mode).lower() != "wal":
+                with suppress(DBAPIError):
+                    await conn.exec_driver_sql("PRAGMA journal_mode = WAL")
 
     @asynccontextmanager
     async def _connect(self, action: str, write: bool = False) -> AsyncIterator[AsyncConnection]:
