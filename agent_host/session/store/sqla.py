@@ -217,16 +217,21 @@ class SqlAlchemyCheckpointer(StoreBase):
     async def _lock(self, conn: AsyncConnection, session_id: str) -> Summary:
         """The session's summary, its row locked (made with head 0 if new)."""
         s = self.t.sessions
-        blank = {"created_at": 0.0, "updated_at": 0.0, "head": 0, "turns": 0}
-        await conn.execute(
-            self._insert_ignore(s).values(id=session_id, title="", workspace="", **blank)
-        )
         query = select(
             s.c.created_at, s.c.updated_at, s.c.title, s.c.turns, s.c.head, s.c.workspace
         ).where(s.c.id == session_id)
         if not self._sqlite:  # SQLite's BEGIN IMMEDIATE already locks the database
             query = query.with_for_update()
-        created, updated, title, turns, head, workspace = (await conn.execute(query)).one()
+        row = (await conn.execute(query)).first()
+        if row is None:
+            # A new session: its row first, then locked. A writer making it at the
+            # same time wins the insert; this one then waits on its lock.
+            blank = {"created_at": 0.0, "updated_at": 0.0, "head": 0, "turns": 0}
+            await conn.execute(
+                self._insert_ignore(s).values(id=session_id, title="", workspace="", **blank)
+            )
+            row = (await conn.execute(query)).one()
+        created, updated, title, turns, head, workspace = row
         return Summary(created, updated, title, turns, head, workspace, prompts=None)
 
     def _insert_ignore(self, table: Any) -> Any:
