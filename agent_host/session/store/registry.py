@@ -49,7 +49,7 @@ _BUILTIN: dict[str, Scheme] = {
         "agent_host.session.store.sqla",
         "open_url",
         "sqlalchemy",
-        "sqlite+aiosqlite:///path/to/sessions.db",
+        "sqlite+aiosqlite:////path/to/sessions.db",
     ),
     "postgresql+asyncpg": Scheme(
         "agent_host.session.store.sqla",
@@ -77,7 +77,7 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
-    'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` or
+    'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` (relative; four slashes: absolute) or
     ``postgresql+asyncpg://user@host/db`` (``pip install 'agent-host[sqlalchemy]'``),
     or an SQLAlchemy AsyncEngine (the app's own: left open by the store's close).
 

@@ -119,6 +119,8 @@ class SqlAlchemyCheckpointer(StoreBase):
 
     @property
     def url(self) -> str:
+        if self.path is not None:  # absolute (four slashes), whatever the engine was given
+            return f"{self.engine.url.drivername}:///{self.path}"
         shown = self.engine.url.render_as_string(hide_password=True)
         if self.t.schema:
             shown += ("&" if "?" in shown else "?") + f"schema={self.t.schema}"

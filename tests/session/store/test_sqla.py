@@ -57,3 +57,13 @@ def test_start_up_does_not_import_sqlalchemy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+async def test_a_relative_path_is_named_absolute_for_other_processes(tmp_path, monkeypatch):
+    # As in SQLAlchemy: three slashes start a relative path, four an absolute one.
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite+aiosqlite:///rel.db")
+    await store.append("s", [UserPrompt(text="hi")])
+    assert store.url == f"sqlite+aiosqlite:///{tmp_path}/rel.db"
+    assert (tmp_path / "rel.db").exists()
+    await store.close()
