@@ -11,6 +11,11 @@ prompt, restorable, and continued by ``agent-host run --session ID``::
     session = AgentHostSession("support-42", store="sqlite:///sessions.db")
     result = await Runner.run(Agent(name="helper"), "Hello", session=session)
 
+As the SDK's ``SQLAlchemySession``: ``AgentHostSession(id, engine=engine)`` keeps the
+session in the app's own async engine, ``AgentHostSession.from_url(id,
+url="postgresql+asyncpg://...", create_tables=True)`` in a new one (``pip install
+'agent-host[sqlalchemy]'``; see session/store/sqla.py).
+
 Needs the SDK: ``pip install 'agent-host[agents]'``.
 """
 
@@ -53,10 +58,22 @@ class AgentHostSession(SessionABC):
         *,
         host: AgentHost | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
+        engine: Any = None,
+        create_tables: bool = True,
         **options: Any,
     ) -> None:
         if host is not None and (store is not None or options):
             raise InvalidArgument("give either host= or the store and options for a new host")
+        self._closes: Checkpointer | None = None
+        """A store from_url opened for this session alone."""
+        if engine is not None:
+            # The SDK's SQLAlchemySession(id, engine=...): the app's AsyncEngine, left
+            # open; agent-host's own agent_host_* tables in it (created unless told not).
+            if store is not None or host is not None:
+                raise InvalidArgument("give either engine= or store= / host=, not both")
+            from .session.store.sqla import SqlAlchemyCheckpointer
+
+            store = SqlAlchemyCheckpointer(engine, create_tables=create_tables)
         self._owns_host = host is None
         self.host = host if host is not None else AgentHost(store, **options)
         self.session_id = self.host._sid(session_id)
@@ -65,6 +82,28 @@ class AgentHostSession(SessionABC):
             if session_settings is None or isinstance(session_settings, SessionSettings)
             else SessionSettings(**session_settings)
         )
+
+    @classmethod
+    def from_url(
+        cls,
+        session_id: str,
+        *,
+        url: str,
+        engine_kwargs: dict[str, Any] | None = None,
+        create_tables: bool = True,
+        **options: Any,
+    ) -> AgentHostSession:
+        """The SDK's ``SQLAlchemySession.from_url``: a session in a new engine for
+        ``url`` (``sqlite+aiosqlite:///x.db``, ``postgresql+asyncpg://user@host/db``),
+        disposed of by :meth:`close`; ``engine_kwargs`` go to create_async_engine."""
+        from .session.store.sqla import SqlAlchemyCheckpointer
+
+        store = SqlAlchemyCheckpointer.from_url(
+            url, create_tables=create_tables, **(engine_kwargs or {})
+        )
+        session = cls(session_id, store, **options)
+        session._closes = store
+        return session
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         limit = resolve_session_limit(limit, self.session_settings)
@@ -83,6 +122,8 @@ class AgentHostSession(SessionABC):
         """Release the store (when this session opened it); the session stays stored."""
         if self._owns_host:
             await self.host.close()
+        if self._closes is not None:
+            await self._closes.close()
 
     async def __aenter__(self) -> AgentHostSession:
         return self

@@ -10,7 +10,7 @@ from agent_host.session import Checkpointer
 from agent_host.session.store.conformance import FACTORIES, Backend
 
 from .lanes import mark_lanes, run_lock
-from .pg_server import Throwaway, postgres_backend
+from .pg_server import Throwaway, postgres_backend, sqlalchemy_backend
 
 BACKENDS = ["file", "sqlite", "memory", "postgres"]
 
@@ -28,6 +28,10 @@ def make_backend(name: str, tmp_path, request: pytest.FixtureRequest | None = No
         if request is None:
             raise ValueError("the postgres backend needs the test's request (pg_database)")
         return postgres_backend(request.getfixturevalue("pg_database").create())
+    if name == "sqla-postgres":
+        if request is None:
+            raise ValueError("the sqla-postgres backend needs the test's request (pg_database)")
+        return sqlalchemy_backend(request.getfixturevalue("pg_database").create())
     if name not in FACTORIES:
         raise ValueError(name)
     return FACTORIES[name](tmp_path)

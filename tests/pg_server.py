@@ -62,3 +62,10 @@ def postgres_backend(database_url: str) -> Backend:
     """A store in a new schema of the run's database."""
     schema = f"t{next(_schemas)}_{secrets.token_hex(2)}"
     return by_url("postgres", f"{database_url}?schema={schema}")
+
+
+def sqlalchemy_backend(database_url: str) -> Backend:
+    """The SQLAlchemy store (asyncpg) in a new schema of the run's database."""
+    schema = f"a{next(_schemas)}_{secrets.token_hex(2)}"
+    url = database_url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    return by_url("sqla-postgres", f"{url}?schema={schema}")

@@ -98,6 +98,12 @@ FACTORIES: dict[str, Callable[[Path], Backend]] = {
     "memory": lambda tmp: one_instance("memory", "memory:"),
     # The SQLite code on no file: like memory, one instance stands for the store.
     "sqlite-memory": lambda tmp: one_instance("sqlite-memory", "sqlite:///:memory:"),
+    # The SQLAlchemy store (pip install 'agent-host[sqlalchemy]') on aiosqlite.
+    # SQLAlchemy's URLs: four slashes before an absolute path.
+    "sqla-sqlite": lambda tmp: by_url("sqla-sqlite", f"sqlite+aiosqlite:///{tmp / 'store.db'}"),
+    "sqla-sqlite-memory": lambda tmp: one_instance(
+        "sqla-sqlite-memory", "sqlite+aiosqlite:///:memory:"
+    ),
 }
 
 

@@ -44,6 +44,19 @@ _BUILTIN: dict[str, Scheme] = {
         "agent_host.session.store.postgres", "open_url", "postgres", "postgresql://user@host/db"
     ),
     "postgres": Scheme("agent_host.session.store.postgres", "open_url", "postgres"),
+    # SQLAlchemy's async drivers (session/store/sqla.py).
+    "sqlite+aiosqlite": Scheme(
+        "agent_host.session.store.sqla",
+        "open_url",
+        "sqlalchemy",
+        "sqlite+aiosqlite:////path/to/sessions.db",
+    ),
+    "postgresql+asyncpg": Scheme(
+        "agent_host.session.store.sqla",
+        "open_url",
+        "sqlalchemy",
+        "postgresql+asyncpg://user@host/db",
+    ),
 }
 _schemes = dict(_BUILTIN)
 
@@ -64,13 +77,20 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
-    'agent-host[postgres]'``).
+    'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` (relative; four slashes: absolute) or
+    ``postgresql+asyncpg://user@host/db`` (``pip install 'agent-host[sqlalchemy]'``),
+    or an SQLAlchemy AsyncEngine (the app's own: left open by the store's close).
 
     None means :func:`default_store_url`. ``open_store(store.url)`` opens ``store``
     again (a new, empty one for the in-memory stores).
     """
     if url is None:
         url = default_store_url()
+    if type(url).__name__ == "AsyncEngine" and hasattr(url, "sync_engine"):
+        # An app's engine: told apart without importing SQLAlchemy.
+        from .sqla import open_engine
+
+        return open_engine(url)  # type: ignore[arg-type]
     text = os.fspath(url)
     if "://" not in text and not text.startswith("memory:"):
         from .file import FileCheckpointer

@@ -1,5 +1,6 @@
-"""The store suite runs on every shared backend (tests/conftest.py) and on SQLite's
-in-memory database, which no other suite needs: it is the SQLite code on no file."""
+"""The store suite runs on every shared backend (tests/conftest.py), on SQLite's
+in-memory database, which no other suite needs (it is the SQLite code on no file),
+and on the SQLAlchemy store over aiosqlite (file and memory) and asyncpg."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import pytest
 
 from ...conftest import BACKENDS, Backend, make_backend
 
-STORE_BACKENDS = [*BACKENDS, "sqlite-memory"]
+STORE_BACKENDS = [
+    *BACKENDS,
+    "sqlite-memory",
+    "sqla-sqlite",
+    "sqla-sqlite-memory",
+    "sqla-postgres",
+]
 
 
 @pytest.fixture(params=STORE_BACKENDS)
