@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from ..errors import StoreUnavailable, TurnInProgress, store_unavailable
+from .ids import file_stem
 from .leases import LocalLeases, file_lease
 from .sqla_schema import lock_key
 
@@ -42,7 +43,7 @@ def lease_for(store: SqlAlchemyCheckpointer) -> Lease:
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as exc:
                 raise store_unavailable(folder, "create", exc) from exc
-            return file_lease(str(folder / f"{session_id}.turn"), session_id)
+            return file_lease(str(folder / f"{file_stem(session_id)}.turn"), session_id)
 
         return on_file
     local = LocalLeases()
