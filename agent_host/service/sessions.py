@@ -39,7 +39,7 @@ from ..session.providers.limits import BY_OPTION as MODEL_LIMIT_OPTIONS
 from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
 from ..session.session_folder import session_started
-from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store
+from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from ..session.store.adapted import as_checkpointer
 from ..session.store.base import ListCursor
 from ..session.tasks import run_task
@@ -96,7 +96,7 @@ class SessionService:
         """Whether an unknown session id is an empty session (made by its first
         write: the LSP dialect's and the CLI's ``run --session``), rather than
         SessionNotFound (ACP's), when a call does not say."""
-        self._owns_store = store is None or isinstance(store, str | os.PathLike)
+        self._owns_store = opens_a_store(store)
         self.store: Checkpointer = open_store(store) if self._owns_store else as_checkpointer(store)  # type: ignore[arg-type]
         self.model = model or DEFAULT_MODEL
         self.approval = approval

@@ -34,7 +34,7 @@ from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
-from .store import Checkpointer, SessionInfo, check_session_id, open_store
+from .store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from .store.adapted import as_checkpointer
 from .streaming import UpdateStream, tap
 from .turn import TurnResult
@@ -89,7 +89,7 @@ class AgentHost:
         self.persistent = sessions
         if not sessions:
             store = "memory:"
-        self._owns_store = store is None or isinstance(store, str | os.PathLike)
+        self._owns_store = opens_a_store(store)
         # A store object may be a whole Checkpointer or LiteAgent's six methods,
         # adapted (IncompleteStore names what a lesser one lacks).
         self.store: Checkpointer = open_store(store) if self._owns_store else as_checkpointer(store)  # type: ignore[arg-type]

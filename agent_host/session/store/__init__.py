@@ -7,7 +7,7 @@ from ..events import FileSnapshot, UnknownEvent
 from .base import Checkpointer, SessionInfo, StoreBase, Truncation, check_session_id
 from .file import FileCheckpointer
 from .memory import MemoryCheckpointer
-from .registry import Scheme, default_store_url, open_store, register
+from .registry import Scheme, default_store_url, open_store, opens_a_store, register
 
 __all__ = [
     "Checkpointer",
@@ -23,6 +23,7 @@ __all__ = [
     "collect_garbage",
     "default_store_url",
     "open_store",
+    "opens_a_store",
     "register",
 ]
 

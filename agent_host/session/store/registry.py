@@ -73,6 +73,17 @@ def default_store_url() -> str:
     return Path(platformdirs.user_data_dir("agent-host", appauthor=False)).as_uri()
 
 
+def opens_a_store(spec: object) -> bool:
+    """Whether :func:`open_store` makes a store of ``spec`` (a URL, a path, None, an
+    SQLAlchemy AsyncEngine), rather than ``spec`` being a store object itself."""
+    return spec is None or isinstance(spec, str | os.PathLike) or _is_async_engine(spec)
+
+
+def _is_async_engine(spec: object) -> bool:
+    # Told apart without importing SQLAlchemy.
+    return type(spec).__name__ == "AsyncEngine" and hasattr(spec, "sync_engine")
+
+
 def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
@@ -86,8 +97,7 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     """
     if url is None:
         url = default_store_url()
-    if type(url).__name__ == "AsyncEngine" and hasattr(url, "sync_engine"):
-        # An app's engine: told apart without importing SQLAlchemy.
+    if _is_async_engine(url):  # an app's engine
         from .sqla import open_engine
 
         return open_engine(url)  # type: ignore[arg-type]
