@@ -11,6 +11,9 @@ prompt, restorable, and continued by ``agent-host run --session ID``::
     session = AgentHostSession("support-42", store="sqlite:///sessions.db")
     result = await Runner.run(Agent(name="helper"), "Hello", session=session)
 
+Concurrent calls on one session wait their turn, as ``SQLiteSession``'s do: in
+this process and in any other on the same store, at most ``wait`` seconds.
+
 Needs the SDK: ``pip install 'agent-host[agents]'``.
 """
 
@@ -29,19 +32,39 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 from .session.errors import InvalidArgument
 from .session.host import AgentHost
+from .session.op_queue import Wait
 from .session.store import Checkpointer
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-__all__ = ["AgentHostSession"]
+__all__ = ["DEFAULT_WAIT", "AgentHostSession"]
+
+DEFAULT_WAIT = 60.0
+"""Seconds a call waits for the calls before it on the same session (a run of the
+SDK holds the session only while it stores items, so this is a queue, not a turn)."""
+
+
+def as_wait(wait: float | None) -> Wait:
+    """``wait`` in the engine's terms: None waits as long as it takes, 0 not at all."""
+    if wait is None:
+        return True
+    if isinstance(wait, bool):
+        return wait
+    if not isinstance(wait, int | float) or wait < 0:
+        raise InvalidArgument(f"wait must be seconds >= 0 or None (no bound), not {wait!r}")
+    return float(wait) if wait > 0 else False
 
 
 class AgentHostSession(SessionABC):
     """The SDK's Session protocol over an agent-host session.
 
-    ``store`` is a store URL, path or store object (default: the user's file
-    store); ``host`` shares an existing AgentHost instead (its store and
+    ``store`` is a store URL, path or store object: a path ending in ``.db``,
+    ``.sqlite`` or ``.sqlite3`` is an SQLite file, as ``SQLiteSession`` takes it,
+    another path a file-store folder; none is in memory, as the SDK's default
+    (``memory:``: gone with the process). ``wait`` bounds how long a call
+    waits for the calls before it on the session, here or in another process (None:
+    as long as it takes; 0: TurnInProgress at once). ``host`` shares an existing AgentHost instead (its store and
     workspace), which this session then does not close. Other keywords go to the
     AgentHost it makes (``workdir``, ``model`` ...: what a session started here
     records)."""
@@ -53,12 +76,16 @@ class AgentHostSession(SessionABC):
         *,
         host: AgentHost | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
+        wait: float | None = DEFAULT_WAIT,
         **options: Any,
     ) -> None:
         if host is not None and (store is not None or options):
             raise InvalidArgument("give either host= or the store and options for a new host")
+        self.wait = as_wait(wait)
         self._owns_host = host is None
-        self.host = host if host is not None else AgentHost(store, **options)
+        if host is None:
+            host = AgentHost("memory:" if store is None else store, **options)
+        self.host = host
         self.session_id = self.host._sid(session_id)
         self.session_settings = (
             session_settings
@@ -71,13 +98,13 @@ class AgentHostSession(SessionABC):
         return await self.host.get_items(limit, session_id=self.session_id)  # type: ignore[return-value]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        await self.host.add_items(list(items), session_id=self.session_id)  # type: ignore[arg-type]
+        await self.host.add_items(list(items), session_id=self.session_id, wait=self.wait)  # type: ignore[arg-type]
 
     async def pop_item(self) -> TResponseInputItem | None:
-        return await self.host.pop_item(session_id=self.session_id)  # type: ignore[return-value]
+        return await self.host.pop_item(session_id=self.session_id, wait=self.wait)  # type: ignore[return-value]
 
     async def clear_session(self) -> None:
-        await self.host.clear_session(session_id=self.session_id)
+        await self.host.clear_session(session_id=self.session_id, wait=self.wait)
 
     async def close(self) -> None:
         """Release the store (when this session opened it); the session stays stored."""

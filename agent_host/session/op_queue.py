@@ -13,6 +13,7 @@ event loop (the synchronous facades run each call in a loop of its own).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -45,6 +46,8 @@ class OpQueue:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self._busy = False
+        self._holder = ""
+        """What holds the slot (``adding items``, ``a turn``), for a refusal to name."""
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -63,7 +66,7 @@ class OpQueue:
 
     async def acquire(self, wait: Wait = False, what: str = "a turn") -> None:
         if not self._busy and not self._waiters:
-            self._busy = True
+            self._busy, self._holder = True, what
             return
         if wait is False:
             raise self.refusal(what)
@@ -82,6 +85,7 @@ class OpQueue:
             if isinstance(exc, TimeoutError):
                 raise self.refusal(what, waited=float(wait)) from None
             raise
+        self._holder = what
 
     def release(self) -> None:
         """Hand the slot to the next waiter, or free it."""
@@ -117,7 +121,8 @@ class OpQueue:
 
     def refusal(self, what: str, waited: float | None = None) -> TurnInProgress:
         waited_for = f" ({what} waited {waited:g}s)" if waited is not None else ""
+        holder = f" ({self._holder})" if self._holder else ""
         return TurnInProgress(
-            f"a turn is running in session {self.session_id!r}{waited_for}; "
-            "wait for it or cancel it first"
+            f"a turn is running in session {self.session_id!r}{holder} in this process "
+            f"(pid {os.getpid()}){waited_for}; wait for it or cancel it first"
         )

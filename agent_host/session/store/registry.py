@@ -60,8 +60,15 @@ def default_store_url() -> str:
     return Path(platformdirs.user_data_dir("agent-host", appauthor=False)).as_uri()
 
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""A plain path ending so names an SQLite file, as the Agents SDK's SQLiteSession
+takes it (unless a directory is there already: a file store made before)."""
+
+
 def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
-    """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
+    """The store for ``url``: ``file:///dir`` or a plain path (one ending in ``.db``,
+    ``.sqlite`` or ``.sqlite3``: an SQLite file, unless it is a directory; ``:memory:``:
+    SQLite's in-memory database), ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
     'agent-host[postgres]'``).
@@ -73,6 +80,12 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
         url = default_store_url()
     text = os.fspath(url)
     if "://" not in text and not text.startswith("memory:"):
+        if text == ":memory:" or (
+            text.lower().endswith(SQLITE_SUFFIXES) and not os.path.isdir(text)
+        ):
+            from .sqlite import SqliteCheckpointer
+
+            return SqliteCheckpointer(text)
         from .file import FileCheckpointer
 
         return FileCheckpointer(text)
