@@ -32,28 +32,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 from .session.errors import InvalidArgument
 from .session.host import AgentHost
-from .session.op_queue import Wait
+from .session.op_queue import DEFAULT_WAIT, as_wait
 from .session.store import Checkpointer
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
 __all__ = ["DEFAULT_WAIT", "AgentHostSession"]
-
-DEFAULT_WAIT = 60.0
-"""Seconds a call waits for the calls before it on the same session (a run of the
-SDK holds the session only while it stores items, so this is a queue, not a turn)."""
-
-
-def as_wait(wait: float | None) -> Wait:
-    """``wait`` in the engine's terms: None waits as long as it takes, 0 not at all."""
-    if wait is None:
-        return True
-    if isinstance(wait, bool):
-        return wait
-    if not isinstance(wait, int | float) or wait < 0:
-        raise InvalidArgument(f"wait must be seconds >= 0 or None (no bound), not {wait!r}")
-    return float(wait) if wait > 0 else False
 
 
 class AgentHostSession(SessionABC):

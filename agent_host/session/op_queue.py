@@ -26,6 +26,24 @@ Wait: TypeAlias = "bool | float"
 """False: refuse at once if busy; True: wait in arrival order; seconds: wait at most that."""
 
 
+DEFAULT_WAIT = 60.0
+"""Seconds a call of the Python APIs that mirror a waiting one (the Agents SDK's
+Session, the harness facades' run) waits for the operations before it on the
+session, here or in another process."""
+
+
+def as_wait(wait: float | None) -> Wait:
+    """Seconds as those APIs take them, in ``Wait``'s terms: None waits as long as
+    it takes, 0 not at all (TurnInProgress at once)."""
+    if wait is None:
+        return True
+    if isinstance(wait, bool):
+        return wait
+    if not isinstance(wait, int | float) or wait < 0:
+        raise ValueError(f"wait must be seconds >= 0 or None (no bound), not {wait!r}")
+    return float(wait) if wait > 0 else False
+
+
 def check_wait(wait: object) -> Wait:
     """``wait`` as given, or ValueError for one that is not a bool or a number >= 0."""
     if isinstance(wait, bool):
