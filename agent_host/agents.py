@@ -49,10 +49,10 @@ class AgentHostSession(SessionABC):
     another path a file-store folder; none is in memory, as the SDK's default
     (``memory:``: gone with the process). ``wait`` bounds how long a call
     waits for the calls before it on the session, here or in another process (None:
-    as long as it takes; 0: TurnInProgress at once). ``host`` shares an existing AgentHost instead (its store and
-    workspace), which this session then does not close. Other keywords go to the
-    AgentHost it makes (``workdir``, ``model`` ...: what a session started here
-    records)."""
+    as long as it takes; 0: TurnInProgress at once). ``host`` shares an existing
+    AgentHost instead (its store and workspace), which this session then does not
+    close. Other keywords go to the AgentHost it makes (``workdir``, ``model`` ...:
+    what a session started here records)."""
 
     def __init__(
         self,

@@ -36,7 +36,9 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_HOST")}
 
 
 def texts(items: list) -> list[str]:
-    return [i["content"] if isinstance(i["content"], str) else i["content"][0]["text"] for i in items]
+    return [
+        i["content"] if isinstance(i["content"], str) else i["content"][0]["text"] for i in items
+    ]
 
 
 def check_callers(items: list, callers: dict[str, int]) -> None:
@@ -75,8 +77,11 @@ def run_writers(store: str, kind: str, count: int = 40) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, CHILD, "add", store, "p", name, str(count), kind],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
         )  # fmt: skip
         for name in ("a", "b")
     ]

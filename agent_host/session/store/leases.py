@@ -14,7 +14,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from ..errors import TurnInProgress
 from . import locking
 
-
 HOST = socket.gethostname()
 
 
