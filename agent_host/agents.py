@@ -15,6 +15,8 @@ As the SDK's ``SQLAlchemySession``: ``AgentHostSession(id, engine=engine)`` keep
 session in the app's own async engine, ``AgentHostSession.from_url(id,
 url="postgresql+asyncpg://...", create_tables=True)`` in a new one (``pip install
 'agent-host[sqlalchemy]'``; see session/store/sqla.py).
+Concurrent calls on one session wait their turn, as ``SQLiteSession``'s do: in
+this process and in any other on the same store, at most ``wait`` seconds.
 
 Needs the SDK: ``pip install 'agent-host[agents]'``.
 """
@@ -34,22 +36,27 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 from .session.errors import InvalidArgument
 from .session.host import AgentHost
+from .session.op_queue import DEFAULT_WAIT, as_wait
 from .session.store import Checkpointer
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-__all__ = ["AgentHostSession"]
+__all__ = ["DEFAULT_WAIT", "AgentHostSession"]
 
 
 class AgentHostSession(SessionABC):
     """The SDK's Session protocol over an agent-host session.
 
-    ``store`` is a store URL, path or store object (default: the user's file
-    store); ``host`` shares an existing AgentHost instead (its store and
-    workspace), which this session then does not close. Other keywords go to the
-    AgentHost it makes (``workdir``, ``model`` ...: what a session started here
-    records)."""
+    ``store`` is a store URL, path or store object: a path ending in ``.db``,
+    ``.sqlite`` or ``.sqlite3`` is an SQLite file, as ``SQLiteSession`` takes it,
+    another path a file-store folder; none is in memory, as the SDK's default
+    (``memory:``: gone with the process). ``wait`` bounds how long a call
+    waits for the calls before it on the session, here or in another process (None:
+    as long as it takes; 0: TurnInProgress at once). ``host`` shares an existing
+    AgentHost instead (its store and workspace), which this session then does not
+    close. Other keywords go to the AgentHost it makes (``workdir``, ``model`` ...:
+    what a session started here records)."""
 
     def __init__(
         self,
@@ -60,6 +67,7 @@ class AgentHostSession(SessionABC):
         session_settings: SessionSettings | dict[str, Any] | None = None,
         engine: Any = None,
         create_tables: bool = True,
+        wait: float | None = DEFAULT_WAIT,
         **options: Any,
     ) -> None:
         if host is not None and (store is not None or options):
@@ -74,8 +82,11 @@ class AgentHostSession(SessionABC):
             from .session.store.sqla import SqlAlchemyCheckpointer
 
             store = SqlAlchemyCheckpointer(engine, create_tables=create_tables)
+        self.wait = as_wait(wait)
         self._owns_host = host is None
-        self.host = host if host is not None else AgentHost(store, **options)
+        if host is None:
+            host = AgentHost("memory:" if store is None else store, **options)
+        self.host = host
         self.session_id = self.host._sid(session_id)
         self.session_settings = (
             session_settings
@@ -110,13 +121,13 @@ class AgentHostSession(SessionABC):
         return await self.host.get_items(limit, session_id=self.session_id)  # type: ignore[return-value]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        await self.host.add_items(list(items), session_id=self.session_id)  # type: ignore[arg-type]
+        await self.host.add_items(list(items), session_id=self.session_id, wait=self.wait)  # type: ignore[arg-type]
 
     async def pop_item(self) -> TResponseInputItem | None:
-        return await self.host.pop_item(session_id=self.session_id)  # type: ignore[return-value]
+        return await self.host.pop_item(session_id=self.session_id, wait=self.wait)  # type: ignore[return-value]
 
     async def clear_session(self) -> None:
-        await self.host.clear_session(session_id=self.session_id)
+        await self.host.clear_session(session_id=self.session_id, wait=self.wait)
 
     async def close(self) -> None:
         """Release the store (when this session opened it); the session stays stored."""

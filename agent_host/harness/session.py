@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..session.errors import CapabilityUnsupported, HostClosed, StateIncompatible, TurnInProgress
+from ..session.op_queue import DEFAULT_WAIT, Wait, as_wait
 from .loop import LoopThread, acall, call, refuse_inside_loop
 from .state import State, store_url
 from .streams import SessionStream
@@ -65,12 +66,16 @@ class Session:
         when a model call's cost is unknown (a model without a price)."""
         return self._cost
 
-    def run(self, prompt: str) -> TurnResult:
-        """Run one turn to its end (TurnInProgress if one is running)."""
-        return self._blocking("run", lambda: self._turn(prompt))
+    def run(self, prompt: str, *, wait: float | None = DEFAULT_WAIT) -> TurnResult:
+        """Run one turn to its end. A turn running in the session (from another
+        thread, task or process) goes first: this one waits at most ``wait``
+        seconds for it (None: as long as it takes; 0: TurnInProgress at once)."""
+        turn_wait = as_wait(wait)
+        return self._blocking("run", lambda: self._turn(prompt, turn_wait))
 
-    async def arun(self, prompt: str) -> TurnResult:
-        return await self._async(lambda: self._turn(prompt))
+    async def arun(self, prompt: str, *, wait: float | None = DEFAULT_WAIT) -> TurnResult:
+        turn_wait = as_wait(wait)
+        return await self._async(lambda: self._turn(prompt, turn_wait))
 
     def stream(self, prompt: str) -> Iterator[Any]:
         """One turn as it happens: ``for update in s.stream(prompt)`` yields what
@@ -181,11 +186,11 @@ class Session:
 
     # -- on the host's loop
 
-    async def _turn(self, prompt: str) -> TurnResult:
+    async def _turn(self, prompt: str, wait: Wait) -> TurnResult:
         self._refuse_if_released()
         self._turns += 1
         try:
-            result = await self._host.send(prompt, self._session_id)
+            result = await self._host.send(prompt, self._session_id, wait=wait)
         except Exception:
             # A model error ends a turn after calls that cost; the error is what the
             # caller must see, so a failed recount is only logged.

@@ -13,6 +13,7 @@ event loop (the synchronous facades run each call in a loop of its own).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -23,6 +24,24 @@ from .errors import TurnInProgress
 
 Wait: TypeAlias = "bool | float"
 """False: refuse at once if busy; True: wait in arrival order; seconds: wait at most that."""
+
+
+DEFAULT_WAIT = 60.0
+"""Seconds a call of the Python APIs that mirror a waiting one (the Agents SDK's
+Session, the harness facades' run) waits for the operations before it on the
+session, here or in another process."""
+
+
+def as_wait(wait: float | None) -> Wait:
+    """Seconds as those APIs take them, in ``Wait``'s terms: None waits as long as
+    it takes, 0 not at all (TurnInProgress at once)."""
+    if wait is None:
+        return True
+    if isinstance(wait, bool):
+        return wait
+    if not isinstance(wait, int | float) or wait < 0:
+        raise ValueError(f"wait must be seconds >= 0 or None (no bound), not {wait!r}")
+    return float(wait) if wait > 0 else False
 
 
 def check_wait(wait: object) -> Wait:
@@ -45,6 +64,8 @@ class OpQueue:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self._busy = False
+        self._holder = ""
+        """What holds the slot (``adding items``, ``a turn``), for a refusal to name."""
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -63,7 +84,7 @@ class OpQueue:
 
     async def acquire(self, wait: Wait = False, what: str = "a turn") -> None:
         if not self._busy and not self._waiters:
-            self._busy = True
+            self._busy, self._holder = True, what
             return
         if wait is False:
             raise self.refusal(what)
@@ -82,6 +103,7 @@ class OpQueue:
             if isinstance(exc, TimeoutError):
                 raise self.refusal(what, waited=float(wait)) from None
             raise
+        self._holder = what
 
     def release(self) -> None:
         """Hand the slot to the next waiter, or free it."""
@@ -117,7 +139,8 @@ class OpQueue:
 
     def refusal(self, what: str, waited: float | None = None) -> TurnInProgress:
         waited_for = f" ({what} waited {waited:g}s)" if waited is not None else ""
+        holder = f" ({self._holder})" if self._holder else ""
         return TurnInProgress(
-            f"a turn is running in session {self.session_id!r}{waited_for}; "
-            "wait for it or cancel it first"
+            f"a turn is running in session {self.session_id!r}{holder} in this process "
+            f"(pid {os.getpid()}){waited_for}; wait for it or cancel it first"
         )

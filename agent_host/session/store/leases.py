@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -13,17 +14,47 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from ..errors import TurnInProgress
 from . import locking
 
+HOST = socket.gethostname()
+
+
+def holder_stamp() -> str:
+    """Who holds a lease, as its lock file records it: ``pid host``."""
+    return f"{os.getpid()} {HOST}"
+
+
+def who_holds(stamp: str) -> str:
+    """Where the holder a ``pid host`` stamp names runs, said for a message."""
+    pid, _, host = stamp.strip().partition(" ")
+    if not pid.isdigit():
+        return "in another process (another editor window?)"
+    if host and host != HOST:
+        return f"on another host ({host}, pid {pid})"
+    if int(pid) == os.getpid():
+        return f"in this process (pid {pid}, another AgentHost on the same store)"
+    return f"in another process (pid {pid} on this host: another editor window?)"
+
 
 @asynccontextmanager
 async def file_lease(path: str, session_id: str) -> AsyncIterator[None]:
-    """A turn lease held as a lock on the file at ``path`` (see turn_lease)."""
+    """A turn lease held as a lock on the file at ``path`` (see turn_lease); the
+    holder writes its pid and host into it, for a refusal to name."""
     fd = locking.try_hold(path)
     if fd is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as held:
+                stamp = held.read(200)
+        except OSError:
+            stamp = ""
         raise TurnInProgress(
-            f"a turn is running in session {session_id!r} in another process "
-            "(another editor window?); wait for it to end or cancel it there"
+            f"a turn is running in session {session_id!r} {who_holds(stamp)}; "
+            "wait for it to end or cancel it there"
         )
     try:
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder_stamp().encode(), 0)
+        except OSError:
+            pass  # a lock file opened read-only: the lease holds, unnamed
         yield
     finally:
         os.close(fd)
@@ -41,7 +72,10 @@ class LocalLeases:
     async def hold(self, session_id: str) -> AsyncIterator[None]:
         with self._mutex:
             if session_id in self._held:
-                raise TurnInProgress(f"a turn is running in session {session_id!r}")
+                raise TurnInProgress(
+                    f"a turn is running in session {session_id!r} in this process "
+                    f"(pid {os.getpid()}, another AgentHost on the same store)"
+                )
             self._held.add(session_id)
         try:
             yield

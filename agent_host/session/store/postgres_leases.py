@@ -34,7 +34,7 @@ import psycopg
 from psycopg import sql
 
 from ..errors import LeaseLost, StoreUnavailable, TurnInProgress
-from .leases import LocalLeases
+from .leases import LocalLeases, holder_stamp, who_holds
 from .postgres_conn import Target, connect, unavailable
 from .postgres_schema import lock_key
 
@@ -50,6 +50,9 @@ LEASE_PARAMS = {
     "tcp_user_timeout": 10_000,  # ms: a check unanswered this long fails
 }
 """libpq parameters of the lease connection: a dead network fails it within 10 s."""
+APP_PREFIX = "agent-host lease "
+"""The lease connection's application_name: this prefix, then ``pid host``, which
+a refused taker reads back to say who holds the session."""
 RETAKE_GRACE = 10.0
 """Seconds a holder keeps trying to reach the server again before its leases are lost."""
 
@@ -58,7 +61,17 @@ class _Holding:
     """One lease this store holds: touched by the watchdog thread (``lost``) and by
     the holder's event loop (the rest)."""
 
-    __slots__ = ("session_id", "key", "epoch", "task", "loop", "active", "lost", "stopped")
+    __slots__ = (
+        "session_id",
+        "key",
+        "epoch",
+        "task",
+        "loop",
+        "active",
+        "lost",
+        "stopped",
+        "holder",
+    )
 
     def __init__(self, session_id: str, key: int) -> None:
         self.session_id, self.key = session_id, key
@@ -71,6 +84,8 @@ class _Holding:
         self.lost = False
         self.stopped = False
         """Its task was cancelled because the lease was lost."""
+        self.holder = ""
+        """Who holds it instead, when it could not be taken: ``pid host``."""
 
 
 class AdvisoryLeases:
@@ -111,9 +126,14 @@ class AdvisoryLeases:
                 take.add_done_callback(lambda _: self._give_back(holding, take))
                 raise
             if not taken:
+                where = (
+                    who_holds(holding.holder)
+                    if holding.holder
+                    else "in another process (another editor window, or another host "
+                    "on this database)"
+                )
                 raise TurnInProgress(
-                    f"a turn is running in session {session_id!r} in another process "
-                    "(another editor window, or another host on this database); wait "
+                    f"a turn is running in session {session_id!r} {where}; wait "
                     "for it to end or cancel it there"
                 )
             try:
@@ -155,12 +175,33 @@ class AdvisoryLeases:
                     if attempt == 2:
                         raise unavailable(self._target, "take a turn lease in", exc) from exc
             if row is None or row[0] is None:
+                holding.holder = self._holder(conn, holding.key)
                 return False
             holding.epoch = row[0]
             with self._held_mutex:
                 self._held[holding.session_id] = holding
                 self._watch()
             return True
+
+    @staticmethod
+    def _holder(conn: psycopg.Connection, key: int) -> str:
+        """The ``pid host`` a lease connection holding ``key`` names itself by (its
+        application_name), or "" when the server will not say (another user's)."""
+        try:
+            row = conn.execute(
+                "SELECT a.application_name FROM pg_locks l "
+                "JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                "AND l.classid = ((%s::bigint >> 32) & 4294967295)::oid "
+                "AND l.objid = (%s::bigint & 4294967295)::oid "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = "
+                "current_database())",
+                (key, key),
+            ).fetchone()
+        except psycopg.Error:
+            return ""
+        name = row[0] if row and row[0] else ""
+        return name.removeprefix(APP_PREFIX) if name.startswith(APP_PREFIX) else ""
 
     def _give_back(self, holding: _Holding, take: asyncio.Future[bool]) -> None:
         """Release a lease taken for a taker that was cancelled meanwhile."""
@@ -185,7 +226,12 @@ class AdvisoryLeases:
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         self._drop()
-        conn = connect(self._target, autocommit=True, **LEASE_PARAMS)
+        conn = connect(
+            self._target,
+            autocommit=True,
+            application_name=(APP_PREFIX + holder_stamp())[:63],
+            **LEASE_PARAMS,
+        )
         # An idle-session timeout would end the connection, and so the leases, of a
         # holder that is only waiting on a slow tool: not on this connection.
         conn.execute(

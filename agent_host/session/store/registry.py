@@ -84,8 +84,15 @@ def _is_async_engine(spec: object) -> bool:
     return type(spec).__name__ == "AsyncEngine" and hasattr(spec, "sync_engine")
 
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""A plain path ending so names an SQLite file, as the Agents SDK's SQLiteSession
+takes it (unless a directory is there already: a file store made before)."""
+
+
 def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
-    """The store for ``url``: ``file:///dir`` or a plain path, ``sqlite:///x.db``,
+    """The store for ``url``: ``file:///dir`` or a plain path (one ending in ``.db``,
+    ``.sqlite`` or ``.sqlite3``: an SQLite file, unless it is a directory; ``:memory:``:
+    SQLite's in-memory database), ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
     'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` (relative; four slashes: absolute) or
@@ -103,6 +110,12 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
         return open_engine(url)  # type: ignore[arg-type]
     text = os.fspath(url)
     if "://" not in text and not text.startswith("memory:"):
+        if text == ":memory:" or (
+            text.lower().endswith(SQLITE_SUFFIXES) and not os.path.isdir(text)
+        ):
+            from .sqlite import SqliteCheckpointer
+
+            return SqliteCheckpointer(text)
         from .file import FileCheckpointer
 
         return FileCheckpointer(text)

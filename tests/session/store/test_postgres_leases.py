@@ -204,7 +204,7 @@ async def test_a_lease_whose_connection_blips_is_taken_back_by_its_holder(tmp_pa
             lambda: lease_holder(database, schema) not in (None, killed),
             "A taking its lease back",
         )
-        with pytest.raises(TurnInProgress, match="another host"):
+        with pytest.raises(TurnInProgress, match=r"in this process \(pid \d+, another AgentHost"):
             await b.send("B's turn", session_id=SID, model=b.model)
         (ws / "go").touch()
         assert (await a_turn).stop_reason == "end_turn"

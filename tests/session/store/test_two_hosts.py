@@ -190,7 +190,7 @@ def test_two_hosts_share_sessions_snapshots_and_leases(hosts):
         refused = b.run("run", "Meanwhile", "--session", "s1",
                         "--model", model)  # fmt: skip
         assert refused.returncode == 1, refused.stderr
-        assert "turn is running" in refused.stderr and "another host" in refused.stderr
+        assert "turn is running" in refused.stderr and "in another process (pid" in refused.stderr
         assert slow.poll() is None, "A's turn ended before B tried: the lease was not tested"
     finally:
         out, err = slow.communicate(timeout=60)
