@@ -71,7 +71,7 @@ test('errors arrive as AgentError with the wire code, its name and a message to 
 
         const empty = await rejects(api.send({ sessionId, prompt: '' }), ErrorCode.INVALID_PARAMS);
         assert.equal(empty.codeName, 'INVALID_PARAMS');
-        await rejects(api.history({ sessionId: '../etc' }), ErrorCode.INVALID_PARAMS);
+        await rejects(api.history({ sessionId: 'a\u0000b' }), ErrorCode.INVALID_PARAMS);
 
         const running = api.send({ sessionId, prompt: 'One' });
         const busy = await rejects(api.send({ sessionId, prompt: 'Two' }), ErrorCode.TURN_IN_PROGRESS);
