@@ -58,7 +58,8 @@ def test_permission_for_a_command_rejected(asked):
     assert asked["ran"] is False
     chat = asked["chat_turn1"]
     assert "→ Allow once" in chat and "→ Reject" in chat
-    assert "✗ Permission denied" in chat
+    # the refused call is named; the engine's refusal is in the fold under it
+    assert "✗ rejected: run_command: echo hi > ran.txt\n    │ Permission denied" in chat
     assert asked["send_result"]["stopReason"] == "end_turn"
 
 

@@ -30,7 +30,56 @@ function M.buffer(inst)
   vim.b[buf].agent_host_root = inst.root
   vim.bo[buf].filetype = "agent-host"
   inst.chat_buf = buf
+  inst.actions = {}
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    desc = "agent-host: fold tool outputs in chat windows",
+    callback = function()
+      M.window_options(vim.api.nvim_get_current_win())
+    end,
+  })
+  vim.keymap.set("n", "<CR>", function()
+    M.activate(inst)
+  end, { buffer = buf, desc = "agent-host: open what this line names (a diff, a tool's output)" })
   return buf
+end
+
+--- The options of a window showing the chat: tool outputs folded.
+function M.window_options(win)
+  local wo = vim.wo[win]
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'agent_host.chat'.foldexpr(v:lnum)"
+  wo.foldtext = "v:lua.require'agent_host.chat'.foldtext()"
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.fillchars = "fold: "
+end
+
+-- line actions ---------------------------------------------------------------
+
+local actions_ns = vim.api.nvim_create_namespace("agent_host_chat_actions")
+
+--- Make <CR> on chat line `row` (0-based) run fn() (the line moves with
+--- the text around it).
+function M.set_action(inst, row, fn)
+  local id = vim.api.nvim_buf_set_extmark(M.buffer(inst), actions_ns, row, 0, {})
+  inst.actions[id] = fn
+end
+
+--- <CR> in the chat: the line's action (open a diff), else open or close
+--- the fold of a tool's output.
+function M.activate(inst)
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local marks = vim.api.nvim_buf_get_extmarks(inst.chat_buf, actions_ns, { row, 0 }, { row, -1 }, {})
+  for _, mark in ipairs(marks) do
+    local fn = inst.actions[mark[1]]
+    if fn then
+      return fn()
+    end
+  end
+  if vim.fn.foldlevel(row + 1) > 0 then
+    vim.cmd("normal! za")
+  end
 end
 
 --- The window showing the chat in the current tab, if any.
@@ -87,6 +136,7 @@ function M.open(inst, focus)
       return nil
     end
     win = opened
+    M.window_options(win)
     vim.wo[win].wrap = true
     vim.wo[win].linebreak = true
     vim.wo[win].number = false
@@ -212,6 +262,8 @@ end
 function M.clear(inst, title)
   edit(inst, function(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    vim.api.nvim_buf_clear_namespace(buf, actions_ns, 0, -1)
+    inst.actions = {}
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "" })
   end)
   if title then
@@ -219,15 +271,48 @@ function M.clear(inst, title)
   end
 end
 
+--- A tool output's lines in the chat under its summary: folded (closed)
+--- until opened (za, or <CR> on the summary line); see M.foldexpr.
+M.OUTPUT_PREFIX = "    │ "
+
+--- The first line of `text` (at most `max` characters) and all its lines.
 local function first_line(text, max)
   text = tostring(text or "")
   local lines = vim.split(text, "\n", { plain = true, trimempty = true })
-  local line = lines[1] or ""
-  line = compat.truncate(line, max)
+  local line = compat.truncate(lines[1] or "", max)
   if #lines > 1 then
     line = ("%s (+%d lines)"):format(line, #lines - 1)
   end
-  return line
+  return line, lines
+end
+
+--- A summary line, and when it does not show all of the output, the whole
+--- output under it, which the chat window folds (closed).
+local function output_block(inst, summary, lines, hl)
+  local block = { summary }
+  if #lines > 1 or (lines[1] and not vim.endswith(summary, lines[1])) then
+    for _, line in ipairs(lines) do
+      table.insert(block, M.OUTPUT_PREFIX .. line)
+    end
+  end
+  M.append_lines(inst, block, hl)
+end
+
+--- 'foldexpr' of chat windows: a tool output's summary line starts a fold
+--- that holds its full output (the lines with OUTPUT_PREFIX).
+function M.foldexpr(lnum)
+  local function is_output(n)
+    return vim.startswith(vim.fn.getline(n), M.OUTPUT_PREFIX)
+  end
+  if is_output(lnum) then
+    return "1"
+  end
+  return is_output(lnum + 1) and ">1" or "0"
+end
+
+--- 'foldtext' of chat windows: the summary line as it is.
+function M.foldtext()
+  return vim.fn.getline(vim.v.foldstart)
 end
 
 function M.prompt(inst, prompt, context)
@@ -241,13 +326,27 @@ function M.prompt(inst, prompt, context)
   M.section(inst, { "## Agent" }, "AgentHostHeader")
 end
 
+--- The output the engine gives a tool call that was not allowed.
+local DENIED = "Permission denied"
+
 function M.tool_call(inst, data)
+  if data.callId then
+    -- what its result names (a rejected call)
+    inst.calls = inst.calls or {}
+    inst.calls[data.callId] = data
+  end
   M.append_lines(inst, { "▸ " .. permission.describe(data.name or "?", data.arguments) }, "AgentHostTool")
 end
 
 function M.tool_result(inst, data)
+  local call = data.callId and inst.calls and inst.calls[data.callId]
+  local summary, lines = first_line(data.output, 100)
+  if data.isError and call and vim.startswith(lines[1] or "", DENIED) then
+    -- several calls of one tool may be waiting: say which one was refused
+    summary = "rejected: " .. permission.describe(call.name or "?", call.arguments)
+  end
   local mark = data.isError and "  ✗ " or "  ✓ "
-  M.append_lines(inst, { mark .. first_line(data.output, 100) }, data.isError and "AgentHostError" or "AgentHostOk")
+  output_block(inst, mark .. summary, lines, data.isError and "AgentHostError" or "AgentHostOk")
 end
 
 function M.note(inst, text, hl)
@@ -306,7 +405,8 @@ function M.history(inst, session_id, messages)
         M.tool_call(inst, { name = fn.name, arguments = ok and args or {} })
       end
     elseif message.role == "tool" then
-      M.append_lines(inst, { "  · " .. first_line(content, 100) }, "AgentHostNote")
+      local summary, lines = first_line(content, 100)
+      output_block(inst, "  · " .. summary, lines, "AgentHostNote")
     elseif message.role == "system" then
       M.section(inst, { "## Summary" }, "AgentHostHeader")
       M.append_lines(inst, vim.split(content, "\n", { plain = true }))

@@ -84,10 +84,10 @@ function M.handlers()
         chat.append_lines(target, { "? " .. permission.describe(params.tool or "?", params.arguments) }, "AgentHostAsk")
         client.changed()
       end
-    end, function(ctx, _, outcome)
+    end, function(ctx, params, outcome)
       local target = client.by_client(ctx.client_id)
       if target then
-        target.activity = outcome:match("^allow") and "tool" or "thinking"
+        target.activity = outcome:match("^allow") and ("tool " .. tostring(params.tool or "?")) or "thinking"
         chat.append_lines(target, { "  → " .. (permission.labels[outcome] or outcome) }, "AgentHostAsk")
         client.changed()
       end

@@ -73,6 +73,7 @@ function M.send(prompt, opts)
   end
   local turn = { prompt = prompt, started = vim.uv.now(), phase = "starting" }
   inst.turn = turn
+  inst.calls = {}
   inst.activity = "starting"
   client.changed()
   if config.options.chat.open_on_send ~= false then
