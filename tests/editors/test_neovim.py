@@ -92,12 +92,13 @@ def test_checkpoints_listed_with_their_files(edited):
     assert checkpoint["seq"] == edited["send_result"]["checkpoint"]
     assert checkpoint["prompt"] == "make x two"
     assert checkpoint["files"] == ["a.py"]
-    assert edited["quickfix"] == [{"file": "a.py", "text": "checkpoint #2: make x two"}]
+    # the entry goes to the changed line (the edit is on line 1 here)
+    assert edited["quickfix"] == [{"file": "a.py", "lnum": 1, "text": "checkpoint 1: make x two"}]
 
 
 def test_restore_brings_back_unsaved_text_and_the_file_bytes(edited):
     picked = [q for q in edited["questions"] if q["kind"] == "agent_host.checkpoint"]
-    assert picked and picked[0]["items"][0].startswith("#2 ")
+    assert picked and picked[0]["items"][0].startswith("1 · make x two  ")
     modes = [q for q in edited["questions"] if q["kind"] == "agent_host.restore_mode"]
     assert modes[0]["items"] == ["files and conversation", "files only", "conversation only"]
     assert edited["restore_result"]["restoredFiles"] == ["a.py"]

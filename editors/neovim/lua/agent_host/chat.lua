@@ -214,11 +214,13 @@ function M.append_text(inst, text)
 end
 
 --- Append whole lines, starting on a new line; `hl` highlights them.
+--- Returns the (0-based) row of the first.
 function M.append_lines(inst, lines, hl)
   if type(lines) == "string" then
     lines = vim.split(lines, "\n", { plain = true })
   end
   inst._streaming = false
+  local row
   edit(inst, function(buf)
     local first
     if is_empty(buf) then
@@ -242,7 +244,9 @@ function M.append_lines(inst, lines, hl)
         end
       end
     end
+    row = first
   end)
+  return row
 end
 
 --- Start a block after a blank line.

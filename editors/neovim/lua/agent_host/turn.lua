@@ -121,6 +121,7 @@ function M.send(prompt, opts)
       inst.total_cost = type(result.totalCost) == "number" and result.totalCost or false
       inst.last_result = result
       chat.footer(inst, result)
+      require("agent_host.diffs").list_turn(inst, result.checkpoint)
       client.changed()
       done(nil, result)
     end)
