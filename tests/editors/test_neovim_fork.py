@@ -77,7 +77,8 @@ def test_the_whole_fork_has_all_of_it(forked):
 
 def test_a_fork_at_no_checkpoint_is_an_error_and_the_session_stays(forked):
     # the command takes a checkpoint's number as listed; there is no 999th
-    assert forked["bad_fork_message"] == "agent-host: no checkpoint 999 (:AgentCheckpoints lists them)"
+    message = "agent-host: no checkpoint 999 (:AgentCheckpoints lists them)"
+    assert forked["bad_fork_message"] == message
     assert forked["bad_fork_session"] == forked["fork2"]
     assert forked["usage_message"] == "agent-host: usage: :AgentFork [N|all]"
 
