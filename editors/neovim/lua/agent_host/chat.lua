@@ -4,6 +4,7 @@
 -- tool calls and their results, and the turn's cost.
 local compat = require("agent_host.compat")
 local config = require("agent_host.config")
+local chat_lines = require("agent_host.chat_lines")
 local permission = require("agent_host.permission")
 
 local M = {}
@@ -30,56 +31,17 @@ function M.buffer(inst)
   vim.b[buf].agent_host_root = inst.root
   vim.bo[buf].filetype = "agent-host"
   inst.chat_buf = buf
-  inst.actions = {}
   vim.api.nvim_create_autocmd("BufWinEnter", {
     buffer = buf,
     desc = "agent-host: fold tool outputs in chat windows",
     callback = function()
-      M.window_options(vim.api.nvim_get_current_win())
+      chat_lines.window_options(vim.api.nvim_get_current_win())
     end,
   })
   vim.keymap.set("n", "<CR>", function()
-    M.activate(inst)
+    chat_lines.activate(inst)
   end, { buffer = buf, desc = "agent-host: open what this line names (a diff, a tool's output)" })
   return buf
-end
-
---- The options of a window showing the chat: tool outputs folded.
-function M.window_options(win)
-  local wo = vim.wo[win]
-  wo.foldmethod = "expr"
-  wo.foldexpr = "v:lua.require'agent_host.chat'.foldexpr(v:lnum)"
-  wo.foldtext = "v:lua.require'agent_host.chat'.foldtext()"
-  wo.foldlevel = 0
-  wo.foldenable = true
-  wo.fillchars = "fold: "
-end
-
--- line actions ---------------------------------------------------------------
-
-local actions_ns = vim.api.nvim_create_namespace("agent_host_chat_actions")
-
---- Make <CR> on chat line `row` (0-based) run fn() (the line moves with
---- the text around it).
-function M.set_action(inst, row, fn)
-  local id = vim.api.nvim_buf_set_extmark(M.buffer(inst), actions_ns, row, 0, {})
-  inst.actions[id] = fn
-end
-
---- <CR> in the chat: the line's action (open a diff), else open or close
---- the fold of a tool's output.
-function M.activate(inst)
-  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  local marks = vim.api.nvim_buf_get_extmarks(inst.chat_buf, actions_ns, { row, 0 }, { row, -1 }, {})
-  for _, mark in ipairs(marks) do
-    local fn = inst.actions[mark[1]]
-    if fn then
-      return fn()
-    end
-  end
-  if vim.fn.foldlevel(row + 1) > 0 then
-    vim.cmd("normal! za")
-  end
 end
 
 --- The window showing the chat in the current tab, if any.
@@ -101,6 +63,9 @@ local function size(value, total)
   end
   return math.floor(value)
 end
+
+--- Make <CR> on chat line `row` (0-based) run fn().
+M.set_action = chat_lines.set_action
 
 --- Show the chat (in a split) without leaving the current window unless
 --- `focus`.
@@ -136,7 +101,7 @@ function M.open(inst, focus)
       return nil
     end
     win = opened
-    M.window_options(win)
+    chat_lines.window_options(win)
     vim.wo[win].wrap = true
     vim.wo[win].linebreak = true
     vim.wo[win].number = false
@@ -266,18 +231,13 @@ end
 function M.clear(inst, title)
   edit(inst, function(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-    vim.api.nvim_buf_clear_namespace(buf, actions_ns, 0, -1)
-    inst.actions = {}
+    chat_lines.clear_actions(inst)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "" })
   end)
   if title then
     M.append_lines(inst, { title }, "AgentHostTitle")
   end
 end
-
---- A tool output's lines in the chat under its summary: folded (closed)
---- until opened (za, or <CR> on the summary line); see M.foldexpr.
-M.OUTPUT_PREFIX = "    │ "
 
 --- The first line of `text` (at most `max` characters) and all its lines.
 local function first_line(text, max)
@@ -296,28 +256,12 @@ local function output_block(inst, summary, lines, hl)
   local block = { summary }
   if #lines > 1 or (lines[1] and not vim.endswith(summary, lines[1])) then
     for _, line in ipairs(lines) do
-      table.insert(block, M.OUTPUT_PREFIX .. line)
+      table.insert(block, chat_lines.OUTPUT_PREFIX .. line)
     end
   end
   M.append_lines(inst, block, hl)
 end
 
---- 'foldexpr' of chat windows: a tool output's summary line starts a fold
---- that holds its full output (the lines with OUTPUT_PREFIX).
-function M.foldexpr(lnum)
-  local function is_output(n)
-    return vim.startswith(vim.fn.getline(n), M.OUTPUT_PREFIX)
-  end
-  if is_output(lnum) then
-    return "1"
-  end
-  return is_output(lnum + 1) and ">1" or "0"
-end
-
---- 'foldtext' of chat windows: the summary line as it is.
-function M.foldtext()
-  return vim.fn.getline(vim.v.foldstart)
-end
 
 function M.prompt(inst, prompt, context)
   M.section(inst, { "## You" }, "AgentHostHeader")
