@@ -55,7 +55,7 @@ def test_the_fork_from_a_checkpoint_is_current_with_the_conversation_before_it(f
     assert "## You\nfirst question" in chat and "Answer 1." in chat
     assert "second question" not in chat
     assert forked["fork1_message"] == (
-        f"agent-host: forked {source} (before #{forked['second_checkpoint']}) into {fork1}"
+        f"agent-host: forked {source} (before checkpoint 2) into {fork1}"
     )
     # the next prompt went to the fork
     assert forked["fork1_turn_session"] == fork1

@@ -51,7 +51,7 @@ function M.create()
       return
     end
     require("agent_host.checkpoints").find(inst, tonumber(n), function(c)
-      agent().fork(c.seq)
+      agent().fork(c.seq, nil, tonumber(n))
     end)
   end, {
     nargs = "?",

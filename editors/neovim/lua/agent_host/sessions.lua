@@ -125,14 +125,15 @@ M.WHOLE = "whole conversation"
 --- before checkpoint `seq`, or all of it (seq "all"); nil: pick one of the
 --- checkpoints or the whole conversation. The fork becomes the current
 --- session and its conversation is shown; the source is left as it is.
---- on_done gets session/fork's result ({sessionId}).
-function M.fork(seq, on_done)
+--- on_done gets session/fork's result ({sessionId}); `number` is the
+--- checkpoint's number as listed, for the message.
+function M.fork(seq, on_done, number)
   local inst = util.current()
   if not util.require_session(inst) or not util.require_idle(inst, "forking") then
     return
   end
   local source = inst.session_id
-  local function fork(at)
+  local function fork(at, n)
     local params = { sessionId = source }
     if at ~= "all" then
       params.seq = at
@@ -141,7 +142,8 @@ function M.fork(seq, on_done)
       if err then
         return fail("session/fork")(err)
       end
-      local where = at == "all" and "the whole conversation" or ("before #%d"):format(at)
+      local where = at == "all" and "the whole conversation"
+        or (n and ("before checkpoint %d"):format(n) or ("before the checkpoint at seq %d"):format(at))
       switch_to(inst, result.sessionId, function()
         return ("forked %s (%s) into %s"):format(source, where, result.sessionId)
       end, function()
@@ -152,10 +154,13 @@ function M.fork(seq, on_done)
     end)
   end
   if seq ~= nil then
-    return fork(seq)
+    return fork(seq, number)
   end
   checkpoints.pick(inst, { prompt = "agent-host: fork with the conversation before", extra = { M.WHOLE } }, function(choice)
-    fork(choice == M.WHOLE and "all" or choice.seq)
+    if choice == M.WHOLE then
+      return fork("all")
+    end
+    fork(choice.seq, checkpoints.number(choice))
   end)
 end
 
