@@ -51,7 +51,7 @@ def _lines(text: str) -> list[str]:
 
 def test_changed_files_are_listed_after_the_turn_and_enter_opens_a_diff(changed):
     lines = changed["chat"].split("\n")
-    header = lines.index("Changed files (<CR> on one opens its diff):")
+    header = lines.index("Changed files (<CR> on one opens its diff, U undoes its change):")
     assert sorted(lines[header + 1 : header + 4]) == [
         "  ~ added new.txt (+1 −0)",
         "  ~ modified a.py (+1 −1)",
@@ -98,8 +98,15 @@ def test_agentdiff_bang_lists_the_hunks_since_a_checkpoint_in_quickfix(changed):
 
 
 def test_undo_file_leaves_the_other_files_of_the_turn_alone(changed):
-    assert changed["after_turns"] == {"a.py": A2, "b.py": "b = 2\n", "new.txt": "new\n"}
-    assert changed["after_undo_file"] == {"a.py": A2, "b.py": "b = 1\n", "new.txt": "new\n"}
+    turned = {"a.py": A2, "b.py": "b = 2\n", "new.txt": "new\n"}
+    undone = {"a.py": A2, "b.py": "b = 1\n", "new.txt": "new\n"}
+    assert changed["after_turns"] == turned
+    # U on the file's line in the chat, then :AgentUndoRestore takes it back
+    assert changed["after_undo_key"] == undone
+    assert changed["undo_key_result"]["restoredFiles"] == ["b.py"]
+    assert changed["after_undo_restore"] == turned
+    # :AgentUndoFile b.py
+    assert changed["after_undo_file"] == undone
     assert changed["undo_file_result"]["restoredFiles"] == ["b.py"]
 
 

@@ -111,7 +111,8 @@ diff_command("AgentDiff! checkpoint 1")
 H.record("diff_since_1_quickfix", quickfix())
 vim.cmd("cclose")
 
--- :AgentUndoFile b.py: b.py as before the second turn, its other files kept
+-- U on b.py's line in the chat: b.py as before the second turn, its other
+-- files kept; :AgentUndoRestore takes that back; :AgentUndoFile b.py again
 local undone
 local real_undo = agent.undo_file
 agent.undo_file = function(path, opts)
@@ -119,12 +120,39 @@ agent.undo_file = function(path, opts)
     undone = result
   end)
 end
-vim.cmd("AgentUndoFile b.py")
-H.wait("the one-file undo", 10000, function()
-  return undone ~= nil
+local function undo_file(what, fn)
+  undone = nil
+  fn()
+  H.wait(what, 10000, function()
+    return undone ~= nil
+  end)
+  return undone
+end
+local b_row
+for i, line in ipairs(H.lines(inst.chat_buf)) do
+  if vim.startswith(line, "  ~ modified b.py") then
+    b_row = i
+  end
+end
+H.record("undo_key_result", undo_file("U in the chat", function()
+  vim.api.nvim_set_current_win(chat_win)
+  vim.api.nvim_win_set_cursor(chat_win, { b_row, 0 })
+  vim.api.nvim_feedkeys("U", "mx", false)
+end))
+H.record("after_undo_key", disks())
+vim.cmd("wincmd p")
+local undo_restored
+agent.undo_restore(function(result)
+  undo_restored = result
 end)
+H.wait("the undo of the one-file undo", 10000, function()
+  return undo_restored ~= nil
+end)
+H.record("after_undo_restore", disks())
+H.record("undo_file_result", undo_file("AgentUndoFile", function()
+  vim.cmd("AgentUndoFile b.py")
+end))
 agent.undo_file = real_undo
-H.record("undo_file_result", undone)
 H.record("after_undo_file", disks())
 
 -- the user's own change to a.py, then :AgentRestore 2 files: the preview

@@ -38,9 +38,11 @@ function M.buffer(inst)
       chat_lines.window_options(vim.api.nvim_get_current_win())
     end,
   })
-  vim.keymap.set("n", "<CR>", function()
-    chat_lines.activate(inst)
-  end, { buffer = buf, desc = "agent-host: open what this line names (a diff, a tool's output)" })
+  for _, key in ipairs(chat_lines.KEYS) do
+    vim.keymap.set("n", key, function()
+      chat_lines.activate(inst, key)
+    end, { buffer = buf, desc = "agent-host: this line's action (<CR>: its diff or output, U: undo the file)" })
+  end
   return buf
 end
 
@@ -64,7 +66,7 @@ local function size(value, total)
   return math.floor(value)
 end
 
---- Make <CR> on chat line `row` (0-based) run fn().
+--- Give chat line `row` (0-based) actions {[key] = fn} (see chat_lines).
 M.set_action = chat_lines.set_action
 
 --- Show the chat (in a split) without leaving the current window unless

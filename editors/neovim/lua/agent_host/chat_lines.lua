@@ -39,26 +39,29 @@ end
 
 local actions_ns = vim.api.nvim_create_namespace("agent_host_chat_actions")
 
---- Make <CR> on chat line `row` (0-based) run fn() (the line moves with
---- the text around it).
-function M.set_action(inst, row, fn)
+--- The keys a chat line can have an action for.
+M.KEYS = { "<CR>", "U" }
+
+--- Give chat line `row` (0-based) actions: {[key] = fn} for keys of M.KEYS
+--- (the line keeps them as text is added around it).
+function M.set_action(inst, row, actions)
   local id = vim.api.nvim_buf_set_extmark(inst.chat_buf, actions_ns, row, 0, {})
   inst.actions = inst.actions or {}
-  inst.actions[id] = fn
+  inst.actions[id] = actions
 end
 
---- <CR> in the chat: the line's action (open a diff), else open or close
---- the fold of a tool's output.
-function M.activate(inst)
+--- `key` in the chat: the line's action for it (<CR>: open a diff, U: undo
+--- a file); else <CR> opens or closes the fold of a tool's output.
+function M.activate(inst, key)
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
   local marks = vim.api.nvim_buf_get_extmarks(inst.chat_buf, actions_ns, { row, 0 }, { row, -1 }, {})
   for _, mark in ipairs(marks) do
-    local fn = (inst.actions or {})[mark[1]]
+    local fn = ((inst.actions or {})[mark[1]] or {})[key]
     if fn then
       return fn()
     end
   end
-  if vim.fn.foldlevel(row + 1) > 0 then
+  if key == "<CR>" and vim.fn.foldlevel(row + 1) > 0 then
     vim.cmd("normal! za")
   end
 end

@@ -226,19 +226,26 @@ end
 
 -- the chat ---------------------------------------------------------------------------
 
---- After a turn: list the files it changed in the chat, each line opening
---- that file's diff on <CR>.
+M.LIST_HEADER = "Changed files (<CR> on one opens its diff, U undoes its change):"
+
+--- After a turn: list the files it changed in the chat; <CR> on a file's
+--- line opens its diff, U undoes the turn's change to it (:AgentUndoFile).
 function M.list_turn(inst, seq)
   M.changes(inst, { seq = seq }, function(files)
     if not files or #files == 0 then
       return
     end
-    chat.append_lines(inst, { "Changed files (<CR> on one opens its diff):" }, "AgentHostNote")
+    chat.append_lines(inst, { M.LIST_HEADER }, "AgentHostNote")
     for _, file in ipairs(files) do
       local row = chat.append_lines(inst, { "  ~ " .. M.describe(file) }, "AgentHostTool")
-      chat.set_action(inst, row, function()
-        M.open_file(file)
-      end)
+      chat.set_action(inst, row, {
+        ["<CR>"] = function()
+          M.open_file(file)
+        end,
+        U = function()
+          util.api().undo_file(file.path, { seq = seq })
+        end,
+      })
     end
   end)
 end

@@ -24,8 +24,9 @@ local function relative(inst, path)
   return path -- already relative, or outside: the server says so
 end
 
---- Undo turn `opts.turn` (a checkpoint's number; default the last turn)'s
---- changes to `path`. opts.force: even if it changed since the agent wrote it.
+--- Undo turn `opts.turn` (a checkpoint's number; or opts.seq, its seq;
+--- default the last turn)'s changes to `path`. opts.force: even if it
+--- changed since the agent wrote it.
 function M.undo_file(path, opts, on_done)
   opts = opts or {}
   local inst = util.current()
@@ -35,16 +36,16 @@ function M.undo_file(path, opts, on_done)
   local rel = relative(inst, path)
   checkpoints.list(inst, function(list)
     local c = list[#list]
-    if opts.turn then
+    if opts.turn or opts.seq then
       c = nil
       for _, each in ipairs(list) do
-        if checkpoints.number(each) == opts.turn then
+        if checkpoints.number(each) == opts.turn or each.seq == opts.seq then
           c = each
         end
       end
     end
     if not c then
-      return notify(opts.turn and ("no turn %d"):format(opts.turn) or "the session has no turn yet", vim.log.levels.ERROR)
+      return notify((opts.turn or opts.seq) and "no such turn" or "the session has no turn yet", vim.log.levels.ERROR)
     end
     local label = checkpoints.number(c)
     client.request(inst, "session/revertFiles", {
