@@ -57,7 +57,8 @@ async def new(server: AgentServer, params: rpc.NewParams) -> rpc.NewResult:
 @handles(methods.SEND)
 async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     service = server.sessions()
-    session_id = params.session_id or new_session_id()
+    # Absent starts a session; an empty string is a bad id (-32602), not "start one".
+    session_id = new_session_id() if params.session_id is None else params.session_id
     context = [ContextItem(c.text, c.uri) for c in params.context or []]
     async with progress(server, f"agent-host: {params.prompt[:40]}", session_id):
         done = await service.send(

@@ -272,7 +272,8 @@ class SessionService:
         """One turn; with ``create``, a session that does not exist yet (or none
         named) is started under that id, else SessionNotFound (None: as the
         service was made)."""
-        handle = await self.handle(session_id or new_session_id(), create=create)
+        sid = new_session_id() if session_id is None else session_id
+        handle = await self.handle(sid, create=create)
         attached = [{"text": c.text, **({"uri": c.uri} if c.uri else {})} for c in context]
         result = await handle.send(prompt, model=model, context=attached, wait=wait)
         return SendOutcome(result, await handle.session_cost())
