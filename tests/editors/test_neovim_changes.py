@@ -51,14 +51,16 @@ def _lines(text: str) -> list[str]:
 
 def test_changed_files_are_listed_after_the_turn_and_enter_opens_a_diff(changed):
     lines = changed["chat"].split("\n")
-    header = lines.index("Changed files (<CR> on one opens its diff, U undoes its change):")
+    heading = "Changed files (<CR> on one opens its diff, U undoes its change):"
+    first, header = [i for i, line in enumerate(lines) if line == heading]
     assert sorted(lines[header + 1 : header + 4]) == [
         "  ~ added new.txt (+1 −0)",
         "  ~ modified a.py (+1 −1)",
         "  ~ modified b.py (+1 −1)",
     ]
-    # the first turn listed its one file too
-    assert "  ~ modified a.py (+1 −1)" in lines[:header]
+    # the first turn listed its one file too, before the second turn began
+    assert lines[first + 1] == "  ~ modified a.py (+1 −1)"
+    assert lines[first + 2 :].index("second: touch three files") < header - first
     tab = changed["chat_diff"]
     assert tab["path"] == "a.py" and tab["tab"] is True
     assert tab["left"]["lines"] == _lines(A1) and tab["right"]["lines"] == _lines(A2)

@@ -56,7 +56,7 @@ def test_undo_then_restore_bang_overwrites_it(conflicts):
     assert forced["lines"] == ["x = 1"] and forced["modified"] is False
     done = (
         "⟲ restored to just before 1 (files and conversation, overwriting changed files):"
-        " 2 files (a.py, b.py), 2 messages removed"
+        " 2 files (a.py, b.py), 3 messages removed"
     )
     assert done in forced["chat"]
     assert _warnings(forced) == []

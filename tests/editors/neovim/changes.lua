@@ -45,8 +45,8 @@ H.record("after_turns", disks())
 -- <CR> on a changed file's line in the chat opens its diff in a tab
 local function tab_state(entry)
   local function side(buf)
-    local win = vim.fn.bufwinid(buf)
-    return { lines = H.lines(buf), diff = win ~= -1 and vim.wo[win].diff, name = vim.api.nvim_buf_get_name(buf) }
+    local win = vim.fn.win_findbuf(buf)[1]
+    return { lines = H.lines(buf), diff = win ~= nil and vim.wo[win].diff, name = vim.api.nvim_buf_get_name(buf) }
   end
   return { path = entry.path, left = side(entry.left), right = side(entry.right), tab = vim.api.nvim_get_current_tabpage() == entry.tab }
 end
@@ -65,7 +65,7 @@ H.wait("the diff tab from the chat", 10000, function()
   return #diffs.tabs > opened
 end)
 H.record("chat_diff", tab_state(diffs.tabs[#diffs.tabs]))
-vim.cmd("tabonly")
+vim.cmd("1tabnext | tabonly")
 
 -- :AgentCheckpoints: numbered with the prompt, quickfix at the changed line
 local listed
@@ -78,7 +78,7 @@ end)
 H.record("labels", vim.tbl_map(require("agent_host.checkpoints").checkpoint_label, listed))
 local function quickfix()
   return vim.tbl_map(function(e)
-    return { file = vim.fn.bufname(e.bufnr), lnum = e.lnum, text = e.text }
+    return { file = vim.fn.fnamemodify(vim.fn.bufname(e.bufnr), ":."), lnum = e.lnum, text = e.text }
   end, vim.fn.getqflist())
 end
 H.record("checkpoints_quickfix", quickfix())
@@ -104,9 +104,9 @@ local function diff_command(command)
   return states
 end
 H.record("diff_last_turn", diff_command("AgentDiff"))
-vim.cmd("tabonly")
+vim.cmd("1tabnext | tabonly")
 H.record("diff_turn_1", diff_command("AgentDiff turn 1"))
-vim.cmd("tabonly")
+vim.cmd("1tabnext | tabonly")
 diff_command("AgentDiff! checkpoint 1")
 H.record("diff_since_1_quickfix", quickfix())
 vim.cmd("cclose")

@@ -51,7 +51,10 @@ end
 --- A checkpoint's number as users see it: 1 for the session's first prompt
 --- (its `ordinal`; before servers sent one, its place in the list).
 function M.number(c)
-  return c.ordinal or c._place or c.seq
+  if type(c.ordinal) == "number" and c.ordinal > 0 then
+    return c.ordinal
+  end
+  return c._place or c.seq
 end
 
 --- "3 · add a test  2026-12-02 09:30 [a.py]".

@@ -46,8 +46,10 @@ function M.hunks(diff)
     local old_start, new_start = line:match("^@@ %-(%d+)[,%d]* %+(%d+)[,%d]* @@")
     if old_start then
       current = { old = tonumber(old_start), new = tonumber(new_start), seen = 0 }
-    elseif current and current.hunk and line:sub(1, 1) == "+" and current.hunk.text:sub(1, 1) == "-" then
-      current.hunk.text = line -- a replaced line: show its new text
+    elseif current and current.hunk and line:sub(1, 1) == "-" then
+      -- more removed lines: a replacement's new text may follow
+    elseif current and current.hunk and line:sub(1, 1) == "+" then
+      current.hunk.text = line -- replaced lines: show the first new one
       current.hunk = nil
     elseif current and not current.done then
       local mark = line:sub(1, 1)
@@ -55,8 +57,9 @@ function M.hunks(diff)
         current.seen = current.seen + 1
       elseif mark == "+" or mark == "-" then
         -- the first changed line; in the new text a removal sits where it was
-        current.hunk = { line = math.max(1, current.new + current.seen), text = line }
-        table.insert(found, current.hunk)
+        local hunk = { line = math.max(1, current.new + current.seen), text = line }
+        table.insert(found, hunk)
+        current.hunk = mark == "-" and hunk or nil
         current.done = true
       end
     elseif current then
@@ -230,10 +233,12 @@ M.LIST_HEADER = "Changed files (<CR> on one opens its diff, U undoes its change)
 
 --- After a turn: list the files it changed in the chat; <CR> on a file's
 --- line opens its diff, U undoes the turn's change to it (:AgentUndoFile).
-function M.list_turn(inst, seq)
+--- then_() once listed (or there is nothing to list).
+function M.list_turn(inst, seq, then_)
+  then_ = then_ or function() end
   M.changes(inst, { seq = seq }, function(files)
     if not files or #files == 0 then
-      return
+      return then_()
     end
     chat.append_lines(inst, { M.LIST_HEADER }, "AgentHostNote")
     for _, file in ipairs(files) do
@@ -247,6 +252,7 @@ function M.list_turn(inst, seq)
         end,
       })
     end
+    then_()
   end)
 end
 

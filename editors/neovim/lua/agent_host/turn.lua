@@ -110,8 +110,8 @@ function M.send(prompt, opts)
       if inst.turn ~= turn then
         return -- abandoned by :AgentCancel; cleaned up then
       end
-      client.finish_turn(inst, turn)
       if err then
+        client.finish_turn(inst, turn)
         chat.note(inst, "— error: " .. error_message(err), "AgentHostError")
         notify(error_message(err), vim.log.levels.ERROR)
         done(err, nil)
@@ -121,9 +121,15 @@ function M.send(prompt, opts)
       inst.total_cost = type(result.totalCost) == "number" and result.totalCost or false
       inst.last_result = result
       chat.footer(inst, result)
-      require("agent_host.diffs").list_turn(inst, result.checkpoint)
-      client.changed()
-      done(nil, result)
+      -- the turn ends once its changed files are listed, so that they come
+      -- under it, not in the middle of the next one
+      require("agent_host.diffs").list_turn(inst, result.checkpoint, function()
+        if inst.turn ~= turn then
+          return -- the server exited meanwhile: the turn was closed then
+        end
+        client.finish_turn(inst, turn)
+        done(nil, result)
+      end)
     end)
     turn.handle = handle
   end, function(err)
