@@ -101,6 +101,14 @@ def test_restore_brings_back_unsaved_text_and_the_file_bytes(edited):
     assert picked and picked[0]["items"][0].startswith("1 · make x two  ")
     modes = [q for q in edited["questions"] if q["kind"] == "agent_host.restore_mode"]
     assert modes[0]["items"] == ["files and conversation", "files only", "conversation only"]
+    # the preview float came first and listed the file (confirmed with <CR>)
+    preview = edited["preview"]
+    assert preview["float"] is True
+    assert preview["lines"][0] == "Restore to just before 1 · make x two (files and conversation)"
+    # the disk holds "x = 2" and the saved note; the restore writes "x = 1" back
+    assert [line for line in preview["lines"] if line.startswith("[x] ")] == [
+        "[x] modified a.py (+1 −2)"
+    ]
     assert edited["restore_result"]["restoredFiles"] == ["a.py"]
     assert edited["restore_result"]["unrevertedBuffers"] == []
     assert edited["after_restore_disk"] == ORIGINAL
