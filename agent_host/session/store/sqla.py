@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -251,31 +252,23 @@ class SqlAlchemyCheckpointer(StoreBase):
         created, updated, title, turns, head, workspace = row
         return Summary(created, updated, title, turns, head, workspace, prompts=None)
 
-    def _insert_ignore(self, table: Any) -> Any:
-        if self._mysql:
-            from sqlalchemy.dialects.mysql import insert as mysql_insert
+    def _insert(self, table: Any) -> Any:
+        """The dialect's own INSERT, which has its upsert clause."""
+        name = "mysql" if self._mysql else self.engine.dialect.name
+        return importlib.import_module(f"sqlalchemy.dialects.{name}").insert(table)
 
-            # Not INSERT IGNORE, which would also turn other errors into warnings.
+    def _insert_ignore(self, table: Any) -> Any:
+        statement = self._insert(table)
+        if self._mysql:  # not INSERT IGNORE, which also makes other errors warnings
             first = next(iter(table.primary_key.columns))
-            return mysql_insert(table).on_duplicate_key_update({first.name: first})
-        if self._sqlite:
-            from sqlalchemy.dialects.sqlite import insert as upsert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as upsert  # type: ignore[assignment]
-        return upsert(table).on_conflict_do_nothing()
+            return statement.on_duplicate_key_update({first.name: first})
+        return statement.on_conflict_do_nothing()
 
     def upsert(self, table: Any, key: list[str], keep: list[str]) -> Any:
         """An insert that, on a row with the same ``key`` columns, sets ``keep``."""
-        if self._mysql:
-            from sqlalchemy.dialects.mysql import insert as mysql_insert
-
-            statement = mysql_insert(table)
+        statement = self._insert(table)
+        if self._mysql:  # the key is the table's primary key
             return statement.on_duplicate_key_update({c: statement.inserted[c] for c in keep})
-        if self._sqlite:
-            from sqlalchemy.dialects.sqlite import insert as upsert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as upsert  # type: ignore[assignment]
-        statement = upsert(table)
         return statement.on_conflict_do_update(
             index_elements=key, set_={c: statement.excluded[c] for c in keep}
         )

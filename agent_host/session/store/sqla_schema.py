@@ -72,7 +72,7 @@ class Key(TypeDecorator[str]):
         return value
 
 
-_MYSQL_TABLE = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
+_MYSQL_TABLE: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
 
 
 class Tables:

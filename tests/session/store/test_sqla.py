@@ -35,10 +35,37 @@ async def test_urls_and_an_engine_open_it(tmp_path):
         await engine.dispose()
 
 
-@pytest.mark.parametrize("url", ["mysql+aiomysql://u@h/db", "sqlite+pysqlite:///x.db"])
+@pytest.mark.parametrize("url", ["mssql+aioodbc://u@h/db", "sqlite+pysqlite:///x.db"])
 def test_what_it_does_not_run_on_is_refused(url):
     with pytest.raises(UnsupportedStore, match="sqlite\\+aiosqlite"):
         open_store(url)
+
+
+async def test_mysql_and_mariadb_urls_open_one_database(mysql_databases):
+    url = mysql_databases.create()  # mysql+aiomysql://
+    mysql = open_store(url)
+    mariadb = open_store(url.replace("mysql+aiomysql://", "mariadb+aiomysql://", 1))
+    assert isinstance(mariadb, SqlAlchemyCheckpointer)
+    try:
+        # Ids differing only in case or a trailing space are different sessions (the
+        # server's collations fold both), and a LONGBLOB holds what a BLOB cannot.
+        big = "x" * 100_000
+        for n, session_id in enumerate(["Ab", "ab", "ab ", "ab\u00e9"]):
+            await mysql.append(session_id, [UserPrompt(text=f"{n} {big}")])
+        assert [
+            e.text[:1] for sid in ["Ab", "ab", "ab ", "ab\u00e9"] for e in await mariadb.read(sid)
+        ] == [
+            "0",
+            "1",
+            "2",
+            "3",
+        ]
+        assert sorted(i.id for i in await mariadb.list()) == ["Ab", "ab", "ab ", "ab\u00e9"]
+        blob = await mariadb.blobs.put(big.encode() * 3)
+        assert await mysql.blobs.get(blob) == big.encode() * 3
+    finally:
+        await mysql.close()
+        await mariadb.close()
 
 
 async def test_an_unreachable_server_is_store_unavailable_without_its_password():
