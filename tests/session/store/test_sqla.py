@@ -3,6 +3,7 @@ database cannot be reached, and that agent-host starts without importing it."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -66,6 +67,27 @@ async def test_mysql_and_mariadb_urls_open_one_database(mysql_databases):
     finally:
         await mysql.close()
         await mariadb.close()
+
+
+@pytest.mark.parametrize("given", ["url", "engine"])
+async def test_writers_making_one_session_at_once_all_land_on_mysql(given, mysql_databases):
+    # Under InnoDB's REPEATABLE READ (the server's default, and an app engine's) the
+    # row locks of a new session deadlock some of these; the store reads committed.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = mysql_databases.create()
+    engine = create_async_engine(url) if given == "engine" else None
+    store = open_store(engine if engine is not None else url)  # type: ignore[arg-type]
+    try:
+        for n in range(4):
+            await asyncio.gather(
+                *(store.append(f"new{n}", [UserPrompt(text=str(i))]) for i in range(8))
+            )
+            assert sorted(e.text for e in await store.read(f"new{n}")) == list("01234567")
+    finally:
+        await store.close()
+        if engine is not None:
+            await engine.dispose()
 
 
 async def test_an_unreachable_server_is_store_unavailable_without_its_password():
