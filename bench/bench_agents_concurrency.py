@@ -35,8 +35,8 @@ MYSQL = os.environ.get(
 )
 
 
-def fresh_mysql() -> str | None:
-    """The MySQL URL, its database made empty; None when no server answers."""
+def fresh_mysql(drop_only: bool = False) -> str | None:
+    """The MySQL URL, its database made empty (or dropped); None when no server answers."""
     import pymysql
 
     url = make_url(MYSQL)
@@ -53,7 +53,8 @@ def fresh_mysql() -> str | None:
             conn.cursor() as cursor,
         ):
             cursor.execute(f"DROP DATABASE IF EXISTS `{url.database}`")
-            cursor.execute(f"CREATE DATABASE `{url.database}` CHARACTER SET utf8mb4")
+            if not drop_only:
+                cursor.execute(f"CREATE DATABASE `{url.database}` CHARACTER SET utf8mb4")
     except pymysql.Error as exc:
         print(f"no MariaDB/MySQL at {url.render_as_string()}: {exc}")
         return None
@@ -146,6 +147,7 @@ def main() -> None:
         asyncio.run(run(base, args.turns, args.rounds))
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        fresh_mysql(drop_only=True)
     print(f"load average {load_average()} (end), {os.cpu_count()} cores")
 
 
