@@ -234,7 +234,8 @@ async def _undo_rewind(service: SessionService, session_id: str, arg: str) -> st
             f"them: /undo-rewind {FORCE}"
         )
     return (
-        f"Undid the last rewind: restored {describe_files(undone.restored_files)}."
+        f"Undid the last rewind: restored {describe_files(undone.restored_files)}; "
+        f"{count(undone.messages_restored, 'message')} back."
         + _not_restored(undone.not_restored)
         + _left(undone.conflicts)
     )

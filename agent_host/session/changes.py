@@ -328,3 +328,8 @@ async def session_changes(
         if seq is None:
             return []
     return await diffs(blobs, moves(turn_events(events, seq, session_id)))
+
+
+def count(n: int, noun: str) -> str:
+    """``"1 message"``, ``"4 messages"``: a count as a person says it."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
