@@ -134,7 +134,7 @@ def test_run_edits_then_checkpoints_restore_undo_history_compact_delete(
     listed = agent_host("checkpoints", session, *common(store, project))
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0].split()[0] == "2" and lines[0].endswith("Make greet polite")
+    assert lines[0].startswith("1 · Make greet polite  (checkpoint 2, ")
     assert lines[1].strip() == "changed: greet.py"
     assert "Anything else?" in lines[2] and lines[3].strip() == "changed: -"
     as_json = [
@@ -149,7 +149,7 @@ def test_run_edits_then_checkpoints_restore_undo_history_compact_delete(
     restored = agent_host("restore", session, "2", "--store", store, cwd=tmp_path)
     assert restored.returncode == 0, restored.stderr
     assert (project / "greet.py").read_text() == ORIGINAL
-    assert "1 file (greet.py)" in restored.stdout
+    assert "1 file (greet.py), 5 messages removed" in restored.stdout  # both turns
     assert f"undo with: agent-host undo-restore {session}" in restored.stderr
     assert agent_host("checkpoints", session, "--json", *common(store, project)).stdout == ""
 

@@ -255,7 +255,9 @@ class AcpAgent:
         command = commands.parse(text)
         if command is not None:
             said = await commands.run(self.service, session_id, *command)
-            await self.port.notify(session_id, update_agent_message_text(said))
+            for update in said.shown:
+                await self.port.notify(session_id, update)
+            await self.port.notify(session_id, update_agent_message_text(said.text))
             return s.PromptResponse(stop_reason="end_turn")
         model = self._models.pop(session_id, None)
         outcome = await self.service.send(session_id, text, context=context, model=model)

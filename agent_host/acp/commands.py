@@ -10,15 +10,19 @@ methods (:mod:`.extensions`), which answer with JSON and raise typed errors.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 from acp import schema as s
+from acp.helpers import start_tool_call
 
 from ..service import SessionService
-from ..service.text import describe_files, local_time, shorten
+from ..service.text import checkpoint_label, count, describe_files, local_time, shorten
 from ..session.checkpoints import Checkpoint, NothingToUndo
 from ..session.errors import UndoWouldKeep
+from . import convert
 
 
 def _list(checkpoints: list[Checkpoint]) -> str:
@@ -34,6 +38,52 @@ def _list(checkpoints: list[Checkpoint]) -> str:
 
 
 FORCE = "--force"
+PREVIEW = "--preview"
+ONLY = "--only"
+
+
+@attrs.frozen
+class Answer:
+    """What a slash command did: the text a person reads, and the session updates
+    shown before it (a preview's diffs, as a tool call's content)."""
+
+    text: str
+    shown: list[Any] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class RewindOptions:
+    target: str
+    force: bool = False
+    preview: bool = False
+    only: list[str] | None = None
+
+
+def _rewind_options(arg: str) -> RewindOptions | str:
+    """The rewind's target and options, or what is wrong with them."""
+    words = arg.split()
+    rest: list[str] = []
+    force = preview = False
+    only: list[str] | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == FORCE:
+            force = True
+        elif word == PREVIEW:
+            preview = True
+        elif word == ONLY or word.startswith(ONLY + "="):
+            value = word.partition("=")[2]
+            if not value and i + 1 < len(words):
+                i += 1
+                value = words[i]
+            only = [p for p in value.split(",") if p]
+            if not only:
+                return f"{ONLY} needs the files to rewind, comma-separated: {ONLY} a.py,b.py"
+        else:
+            rest.append(word)
+        i += 1
+    return RewindOptions(" ".join(rest), force, preview, only)
 
 
 def _forced(arg: str) -> tuple[str, bool]:
@@ -42,11 +92,14 @@ def _forced(arg: str) -> tuple[str, bool]:
     return " ".join(w for w in words if w != FORCE), FORCE in words
 
 
-async def _rewind(service: SessionService, session_id: str, arg: str) -> str:
-    arg, force = _forced(arg)
+async def _rewind(service: SessionService, session_id: str, arg: str) -> str | Answer:
+    options = _rewind_options(arg)
+    if isinstance(options, str):
+        return options
+    arg, force = options.target, options.force
     checkpoints = await service.checkpoints(session_id)
     target = _target(checkpoints, arg or "-1")
-    if target is None and force and arg.isdigit():
+    if target is None and force and arg.isdigit() and not options.preview:
         # "/rewind N --force" after "/rewind N" kept files: N's prompt is hidden by
         # that rewind; it is taken back, then made again with force.
         if await service.rewound_to(session_id) == int(arg):
@@ -58,17 +111,82 @@ async def _rewind(service: SessionService, session_id: str, arg: str) -> str:
     if target is None:
         seqs = ", ".join(str(cp.seq) for cp in checkpoints)
         return f"No checkpoint {arg!r}: use a seq ({seqs}) or -N for N prompts back."
-    result = await service.restore(session_id, target.seq, force=force)
+    if options.preview:
+        return await _preview(service, session_id, target, options.only)
+    result = await service.restore(session_id, target.seq, force=force, paths=options.only)
     text = (
-        f"Rewound to just before {shorten(target.prompt, 60)!r} (checkpoint {target.seq}): "
-        f"restored {describe_files(result.restored_files)}."
+        f"Rewound to just before {_named(target)}: "
+        f"restored {describe_files(result.restored_files)}; "
+        f"{count(result.messages_removed, 'message')} removed."
     )
     if result.not_captured:
         text += f" Not restored (never captured): {', '.join(result.not_captured)}."
     text += _not_restored(result.not_restored)
     text += " Load the session again to see the conversation."
     # Last, so that the message ends with exactly what to type.
-    return text + _conflicts(result.conflicts, f"/rewind {target.seq} {FORCE}")
+    only = f" {ONLY} {','.join(options.only)}" if options.only else ""
+    return text + _conflicts(result.conflicts, f"/rewind {target.seq}{only} {FORCE}")
+
+
+def _named(checkpoint: Checkpoint) -> str:
+    """``'add a test' (checkpoint 21)``: its prompt, and the seq /rewind takes."""
+    return f"{shorten(checkpoint.prompt, 60)!r} (checkpoint {checkpoint.seq})"
+
+
+async def _preview(
+    service: SessionService, session_id: str, target: Checkpoint, only: list[str] | None
+) -> Answer:
+    """What ``/rewind`` would do, nothing written: a diff per file (a tool call's
+    content, which editors show as diffs), conflicts named, and what to type."""
+    preview = await service.preview_restore(session_id, target.seq, paths=only)
+    root = service.held(session_id).roots[0]
+    blocks: list[Any] = []
+    lines: list[str] = []
+    for f in preview.files:
+        where = f"{f.path} ({f.action})"
+        if f.conflict:
+            where += ": you changed it since the agent did; kept unless --force"
+        lines.append(f"- {where}")
+        if (
+            f.binary
+            or (f.before is None and f.action != "added")
+            or (f.after is None and f.action != "deleted")
+        ):
+            blocks.append(convert.text_content(f"{f.path}: binary or too large to show"))
+            continue
+        blocks.append(convert.diff_content(root, f.path, f.before, f.after or ""))
+        if f.conflict and f.user_diff:
+            blocks.append(
+                convert.text_content(
+                    f"{f.path}: your change, which --force would discard:\n{f.user_diff}"
+                )
+            )
+    title = f"Preview: rewind to just before {checkpoint_label(target.ordinal, target.prompt)}"
+    shown = start_tool_call(
+        f"rewind-preview-{uuid.uuid4().hex[:12]}",
+        title,
+        kind="read",
+        status="completed",
+        content=blocks,
+        locations=[s.ToolCallLocation(path=str(root / f.path)) for f in preview.files],
+    )
+    conflicts = [f.path for f in preview.files if f.conflict]
+    only_arg = f" {ONLY} {','.join(only)}" if only else ""
+    text = (
+        f"Rewinding to just before {_named(target)} would change "
+        f"{describe_files([f.path for f in preview.files])} and remove "
+        f"{count(preview.messages_removed, 'message')}. Nothing was changed yet."
+    )
+    if lines:
+        text += "\n" + "\n".join(lines)
+    if preview.not_captured:
+        text += f"\nNot restorable (never captured): {', '.join(preview.not_captured)}."
+    text += f"\nTo rewind: /rewind {target.seq}{only_arg}"
+    if conflicts:
+        text += (
+            f" (keeps {', '.join(conflicts)}; to overwrite: /rewind {target.seq}{only_arg} {FORCE})"
+        )
+    return Answer(text, [shown])
 
 
 def _target(checkpoints: list[Checkpoint], arg: str) -> Checkpoint | None:
@@ -116,7 +234,8 @@ async def _undo_rewind(service: SessionService, session_id: str, arg: str) -> st
             f"them: /undo-rewind {FORCE}"
         )
     return (
-        f"Undid the last rewind: restored {describe_files(undone.restored_files)}."
+        f"Undid the last rewind: restored {describe_files(undone.restored_files)}; "
+        f"{count(undone.messages_restored, 'message')} back."
         + _not_restored(undone.not_restored)
         + _left(undone.conflicts)
     )
@@ -147,7 +266,7 @@ class SlashCommand:
     name: str
     """Typed as ``/name``."""
     description: str
-    handler: Callable[[SessionService, str, str], Awaitable[str]]
+    handler: Callable[[SessionService, str, str], Awaitable[str | Answer]]
     """``(service, session_id, argument)`` → what it did, for the user to read."""
     hint: str | None = None
     """What the argument is; None: the command takes none."""
@@ -170,7 +289,8 @@ SLASH_COMMANDS = (
         "rewind",
         "Return files and conversation to just before a prompt (undo with /undo-rewind)",
         _rewind,
-        hint="a checkpoint's seq, or -N for N prompts back; --force overwrites files you changed",
+        hint="a checkpoint's seq, or -N for N prompts back; --preview shows the diffs "
+        "first; --only a.py,b.py rewinds those files alone; --force overwrites files you changed",
     ),
     SlashCommand(
         "undo-rewind",
@@ -202,6 +322,7 @@ def parse(text: str) -> tuple[str, str] | None:
     return found["name"], (found["arg"] or "").strip()
 
 
-async def run(service: SessionService, session_id: str, name: str, arg: str) -> str:
+async def run(service: SessionService, session_id: str, name: str, arg: str) -> Answer:
     """What the command ``name`` (one :func:`parse` returned) did, for the user to read."""
-    return await _BY_NAME[name].handler(service, session_id, arg)
+    said = await _BY_NAME[name].handler(service, session_id, arg)
+    return said if isinstance(said, Answer) else Answer(said)

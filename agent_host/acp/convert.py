@@ -230,6 +230,7 @@ def undo_json(result: UndoResult) -> dict[str, Any]:
         "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
         "notRestored": result.not_restored,
+        "messagesRestored": result.messages_restored,
     }
 
 

@@ -116,7 +116,10 @@ class AcpPort:
         elif isinstance(update, ev.Usage):
             return await self._usage(session_id, update)
         elif isinstance(update, CompactionProgress):
-            return update_agent_thought_text(f"Compacting the conversation: {update.stage}\n")
+            # One line per compaction: its start says what; /compact's reply, the outcome.
+            if update.stage != "started":
+                return None
+            return update_agent_thought_text(f"Compacting the conversation: {update.message}\n")
         elif isinstance(update, ModelWait):
             # A thought: every client shows it as the agent's, none keeps it as the answer.
             return update_agent_thought_text(f"{update.message}\n")

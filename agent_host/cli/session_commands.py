@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rpc import methods
-from ..service.text import describe_files, shorten
+from ..service.text import checkpoint_label, count, describe_files, shorten
 from ..session import AgentHostError, open_store
 from .child_server import call_server
 from .exit_codes import EXIT_OK
@@ -62,7 +62,8 @@ async def checkpoints(args: argparse.Namespace) -> int:
         if args.json:
             print_json(c)
         else:
-            print(f"{c['seq']:>5}  {c['createdAt']}  {shorten(c['prompt'], 80)}")
+            label = checkpoint_label(c["ordinal"], c["prompt"])
+            print(f"{label}  (checkpoint {c['seq']}, {c['createdAt']})")
             print(f"       changed: {', '.join(c['files']) or '-'}")
     if not found and not args.json:
         print(f"session {args.session} has no checkpoints", file=sys.stderr)
@@ -87,7 +88,7 @@ async def restore(args: argparse.Namespace) -> int:
     changed = result["restoredFiles"]
     print(
         f"restored session {args.session} to before checkpoint {args.seq}: "
-        f"{describe_files(changed)}, {result['removedEvents']} events set aside"
+        f"{describe_files(changed)}, {count(result['messagesRemoved'], 'message')} removed"
     )
     _report_left(result)
     if result["conflicts"]:
@@ -126,7 +127,8 @@ async def undo_restore(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(
         f"undid the last restore of session {args.session}: "
-        f"{describe_files(result['restoredFiles'])} and {result['restoredEvents']} events back"
+        f"{describe_files(result['restoredFiles'])} and "
+        f"{count(result['messagesRestored'], 'message')} back"
     )
     _report_left(result)
     return EXIT_OK

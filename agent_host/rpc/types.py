@@ -350,6 +350,8 @@ class UndoRestoreResult:
     """Files left as they are: changed since the restore wrote them."""
     not_restored: dict[str, str] = attrs.field(factory=dict)
     """Files the editor did not write, each with its reason."""
+    messages_restored: int = 0
+    """Of ``restoredEvents``, the prompts and answers: what to tell a person."""
 
 
 @attrs.define

@@ -222,6 +222,7 @@ async def undo_restore(server: AgentServer, params: rpc.UndoRestoreParams) -> rp
         done.unreverted_buffers,
         done.conflicts,
         done.not_restored,
+        messages_restored=done.messages_restored,
     )
 
 

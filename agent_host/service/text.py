@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ..session.changes import count
+
+__all__ = ["checkpoint_label", "count", "describe_files", "local_time", "shorten"]
+
 
 def shorten(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
@@ -31,8 +35,3 @@ LABEL_PROMPT_CHARS = 60
 def checkpoint_label(ordinal: int, prompt: str) -> str:
     """``"3 · add a test"``: a checkpoint as a person names it."""
     return f"{ordinal} · {shorten(prompt, LABEL_PROMPT_CHARS)}"
-
-
-def count(n: int, noun: str) -> str:
-    """``"1 message"``, ``"4 messages"``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -113,14 +113,19 @@ def moves(events: Iterable[ev.Event]) -> list[FileMove]:
     found: dict[str, FileMove] = {}
     jumped_from: dict[str, str | None] = {}
     tool = ""
+    back = True  # a jump goes back in time (checkpoints.earliest_changes)
     for event in events:
         match event:
             case ev.ToolCall():
                 tool = event.name
+            case ev.Restore():
+                back = event.conversation or event.truncation is not None
+            case ev.RestoreUndone():
+                back = True
             case ev.FileSnapshot():
                 move = found.get(event.path)
                 if move is None:
-                    first = event.after if event.jump else event.before
+                    first = event.after if event.jump and back else event.before
                     move = found[event.path] = FileMove(event.path, first, event.after)
                     if event.jump:
                         jumped_from[event.path] = event.before
@@ -328,3 +333,8 @@ async def session_changes(
         if seq is None:
             return []
     return await diffs(blobs, moves(turn_events(events, seq, session_id)))
+
+
+def count(n: int, noun: str) -> str:
+    """``"1 message"``, ``"4 messages"``: a count as a person says it."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -74,29 +74,44 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     return out
 
 
+def earliest_changes(events: Sequence[Event], seq: int) -> dict[str, tuple[FileSnapshot, bool]]:
+    """Per path changed at or after ``seq``: its first snapshot there, and whether
+    that snapshot goes back in time -- a jump that returned the file to an earlier
+    point (a restore that took the conversation back, or an undo), whose ``after``
+    (not ``before``) is its content at ``seq``, since nothing touched the file
+    between ``seq`` and the point the jump returned it to. A files-only restore's
+    jump (``conversation: false``: reverting files) does not: the file held its
+    ``before`` until then."""
+    first: dict[str, tuple[FileSnapshot, bool]] = {}
+    back = True
+    for event in events:
+        match event:
+            case Restore():
+                back = event.conversation or event.truncation is not None
+            case RestoreUndone():
+                back = True
+            case FileSnapshot() if event.seq >= seq and event.path not in first:
+                first[event.path] = (event, event.jump and back)
+    return first
+
+
 def files_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | None]:
     """Per path changed at or after ``seq``: its content (a blob id, None for absent)
-    at that moment, which is what restoring to ``seq`` puts back.
-
-    That is the earliest change's ``before`` -- or its ``after`` when the change was
-    a restore's jump, since nothing touched the file between ``seq`` and the point
-    the jump returned it to.
-    """
-    content: dict[str, str | None] = {}
-    for event in events:
-        if event.seq >= seq and type(event) is FileSnapshot and event.path not in content:
-            content[event.path] = event.after if event.jump else event.before
-    return content
+    at that moment, which is what restoring to ``seq`` puts back (see
+    :func:`earliest_changes`)."""
+    return {
+        path: change.after if back else change.before
+        for path, (change, back) in earliest_changes(events, seq).items()
+    }
 
 
 def executables_to_restore(events: Sequence[Event], seq: int) -> dict[str, bool | None]:
     """Per path changed at or after ``seq``: its owner-exec bit at that moment, where
     the snapshot recorded it (taken from the same snapshot as :func:`files_to_restore`)."""
-    bits: dict[str, bool | None] = {}
-    for event in events:
-        if event.seq >= seq and type(event) is FileSnapshot and event.path not in bits:
-            bits[event.path] = event.executable_after if event.jump else event.executable_before
-    return bits
+    return {
+        path: change.executable_after if back else change.executable_before
+        for path, (change, back) in earliest_changes(events, seq).items()
+    }
 
 
 def executables_left(events: Sequence[Event]) -> dict[str, bool]:
@@ -122,15 +137,14 @@ def buffers_to_restore(events: Sequence[Event], seq: int) -> dict[str, str | Non
     """Per path changed at or after ``seq``: an open buffer's unsaved text (a blob id)
     at that moment, None when the buffer matched the file (or none was open).
 
-    Taken from the same snapshot as :func:`files_to_restore`. A jump records the
-    buffer as it was before the jump, not the one it left, so for a jump it is None:
-    the buffer follows the file.
+    Taken from the same snapshot as :func:`files_to_restore`. A jump back records
+    the buffer as it was before the jump, not the one it left, so for it it is
+    None: the buffer follows the file.
     """
-    text: dict[str, str | None] = {}
-    for event in events:
-        if event.seq >= seq and type(event) is FileSnapshot and event.path not in text:
-            text[event.path] = None if event.jump else event.buffer_before
-    return text
+    return {
+        path: None if back else change.buffer_before
+        for path, (change, back) in earliest_changes(events, seq).items()
+    }
 
 
 def left_by_session(events: Sequence[Event]) -> dict[str, tuple[str | None, str | None]]:

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from . import events as ev
+from .changes import count, messages_in
 from .conversation import estimate_tokens, summary_text, to_messages
 from .model import ModelProvider, ModelRequest, TextDelta, UsageReport
 from .pricing import usage_event
@@ -72,8 +73,11 @@ async def compact_session(
     if not _unsummarised(events, last_seq):
         # Asking the model would only re-word the summary there is.
         return CompactResult(before, before, compacted=False)
+    older_messages = messages_in(e for e in events if e.seq <= last_seq)
     await tell(
-        state.listener, state.id, CompactionProgress("started", f"summarising seqs 1-{last_seq}")
+        state.listener,
+        state.id,
+        CompactionProgress("started", f"summarising {count(older_messages, 'message')}"),
     )
     # The previous summary (a Compaction may follow the latest prompt) comes along.
     older = to_messages(e for e in events if e.seq <= last_seq or type(e) is ev.Compaction)
@@ -106,7 +110,8 @@ async def compact_session(
     if usage is not None:
         records.append(usage_event(provider.model, usage, prices))
     await state.append(records)
-    await tell(state.listener, state.id, CompactionProgress("done", f"{before} -> {after} tokens"))
+    done = f"{count(older_messages, 'message')} summarised: about {before} → {after} tokens"
+    await tell(state.listener, state.id, CompactionProgress("done", done))
     return CompactResult(before, after)
 
 

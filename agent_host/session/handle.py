@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, check_approval
-from .changes import FileDiff, session_changes
+from .changes import FileDiff, messages_in, session_changes
 from .checkpoints import (
     Checkpoint,
     NothingToUndo,
@@ -412,9 +412,11 @@ class SessionHandle:
             from .restore import undo_last_restore
 
             state = await self.settled()
+            shown = messages_in(state.timeline)
             with unsynced_buffers(self.workspace) as unsynced:
                 result = await undo_last_restore(state, self.workspace, force, partial)
             result.unreverted_buffers = unsynced()
+            result.messages_restored = max(0, messages_in(state.timeline) - shown)
         self.refresh_cost(state)
         return result
 

@@ -92,6 +92,8 @@ class UndoResult:
     """Open editor buffers that could not be brought to their content."""
     not_restored: dict[str, str] = attrs.field(factory=dict)
     """Files the editor did not write, each with its reason (as for a restore)."""
+    messages_restored: int = 0
+    """Of ``restored_events``, the prompts and answers: what a person counts."""
 
 
 async def restore_to(

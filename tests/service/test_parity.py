@@ -67,6 +67,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     # operation: (LSP dialect's method, ACP extension method)
     "checkpoints": ("session/checkpoints", "_agent-host/checkpoints"),
     "restore": ("session/restore", "_agent-host/restore"),
+    "changes": ("session/changes", "_agent-host/changes"),
+    "revertFiles": ("session/revertFiles", "_agent-host/revertFiles"),
     "undoRestore": ("session/undoRestore", "_agent-host/undoRestore"),
     "compact": ("session/compact", "_agent-host/compact"),
     "fork": ("session/fork", "_agent-host/fork"),
@@ -425,6 +427,76 @@ async def turn_in_progress(fe: FrontEnd, ws: Path) -> dict[str, Any]:
     return {"during": during, "first": first}
 
 
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"name": "write_file", "arguments": {"path": path, "content": content}}
+
+
+EDITS_AND_A_NEW_FILE = [
+    {"tool_calls": [write("a.py", "v1\n"), write("b.txt", "b\n")]},
+    {"text": "Wrote v1 and b."},
+    {"tool_calls": [write("a.py", "v2\n")]},
+    {"text": "Wrote v2."},
+]
+
+
+async def changes_preview_and_paths(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, turns = await two_turns(fe)
+    listed = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"]
+    first, second = listed[0]["seq"], listed[1]["seq"]
+    found = {
+        "turn": await fe.call("changes", {"sessionId": sid, "seq": first}),
+        "last": await fe.call("changes", {"sessionId": sid}),
+        "range": await fe.call("changes", {"sessionId": sid, "fromSeq": first}),
+        "rangeTo": await fe.call("changes", {"sessionId": sid, "fromSeq": first, "toSeq": second}),
+        "notACheckpoint": await fe.call("changes", {"sessionId": sid, "seq": 9999}),
+        "seqAndRange": await fe.call("changes", {"sessionId": sid, "seq": first, "fromSeq": 1}),
+    }
+    (ws / "b.txt").write_text("the user's b\n")
+    preview = await fe.call("restore", {"sessionId": sid, "seq": first, "dryRun": True})
+    for shown in preview["preview"]["checkpoint"], *listed:
+        shown.pop("createdAt")
+    chosen = {"sessionId": sid, "seq": first, "paths": ["a.py"]}
+    preview_a = await fe.call("restore", {**chosen, "dryRun": True})
+    preview_a["preview"]["checkpoint"].pop("createdAt")
+    unknown = await fe.call("restore", {**chosen, "paths": ["nope.txt"]})
+    restored = await fe.call("restore", chosen)
+    assert found["turn"]["files"][1]["path"] == "b.txt"
+    assert [f["conflict"] for f in preview["preview"]["files"]] == [False, True]
+    assert found["notACheckpoint"] == Failure("CHECKPOINT_NOT_FOUND")
+    assert found["seqAndRange"] == unknown == Failure("INVALID_PARAMS")
+    return {
+        "turns": turns,
+        "changes": found,
+        "preview": preview,
+        "previewOfA": preview_a,
+        "unknownPath": unknown,
+        "restored": restored,
+        "disk": {p.name: p.read_text() for p in sorted(ws.iterdir()) if p.is_file()},
+    }
+
+
+async def revert_files(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    sid, _ = await two_turns(fe)
+    first = (await fe.call("checkpoints", {"sessionId": sid}))["checkpoints"][0]["seq"]
+    params = {"sessionId": sid, "seq": first, "paths": ["b.txt"]}
+    dry = await fe.call("revertFiles", {**params, "dryRun": True})
+    dry["preview"]["checkpoint"].pop("createdAt")
+    done = await fe.call("revertFiles", params)
+    after = {p.name: p.read_text() for p in sorted(ws.iterdir()) if p.is_file()}
+    undone = await fe.call("undoRestore", {"sessionId": sid})
+    assert not (ws / "b.txt").exists() or after.get("b.txt") is None
+    return {
+        "dryRun": dry,
+        "done": done,
+        "after": after,
+        "undone": undone,
+        "afterUndo": {p.name: p.read_text() for p in sorted(ws.iterdir()) if p.is_file()},
+        "checkpoints": comparable(await fe.call("checkpoints", {"sessionId": sid})),
+        "unknownPath": await fe.call("revertFiles", {**params, "paths": ["a.txt"]}),
+        "noPaths": await fe.call("revertFiles", {"sessionId": sid, "seq": first}),
+    }
+
+
 MAKE_B = "echo b > b.txt; mkdir -p node_modules/p; echo x > node_modules/p/i.js"
 
 SCENARIOS = [
@@ -449,6 +521,8 @@ SCENARIOS = [
     Scenario("restore_then_undo", TWO_EDITS, restore_then_undo),
     Scenario("restore_with_a_conflict", TWO_EDITS, restore_with_a_conflict),
     Scenario("restore_conversation_only", TWO_EDITS, restore_conversation_only),
+    Scenario("changes_preview_and_paths", EDITS_AND_A_NEW_FILE, changes_preview_and_paths),
+    Scenario("revert_files", EDITS_AND_A_NEW_FILE, revert_files),
     Scenario("fork", TWO_EDITS, fork),
     Scenario("compact", TWO_EDITS, compact),
     Scenario("delete", TWO_EDITS, delete),

@@ -160,3 +160,20 @@ async def test_reverting_a_file_the_user_changed_keeps_it_unless_forced(host, ws
     assert not (ws / "new.txt").exists()
     await host.handle().undo_restore()
     assert (ws / "new.txt").read_text() == "the user's\n"
+
+
+async def test_a_rewind_past_a_revert_puts_back_the_file_as_it_was_then(host, ws):
+    first = await host.send("edit")
+    second = await host.send("shell")
+    handle = host.handle()
+    await handle.revert_files(first.checkpoint, ["new.txt"])
+    assert not (ws / "new.txt").exists()
+    # Just before the second prompt, new.txt held the first turn's text: the revert
+    # came later, and the rewind takes it back too.
+    (shown,) = [
+        f for f in (await handle.preview_restore(second.checkpoint)).files if f.path == "new.txt"
+    ]
+    assert (shown.action, shown.after, shown.conflict) == ("added", "fresh\n", False)
+    await handle.restore(second.checkpoint)
+    assert (ws / "new.txt").read_text() == "fresh\n"
+    assert (ws / "mod.txt").read_text() == "one\nTWO\nthree\n"

@@ -468,6 +468,8 @@ export interface UndoRestoreResult {
     conflicts?: string[];
     /** Files the editor did not write, each with its reason. */
     notRestored?: Record<string, string>;
+    /** Of `restoredEvents`, the prompts and answers: what to tell a person. */
+    messagesRestored?: number;
 }
 
 export interface CompactParams {
