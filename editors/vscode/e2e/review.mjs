@@ -137,7 +137,7 @@ export const scenarios = [
             const chat = await chatHas(wb, /created: todo\.txt/);
             assert.match(chat, /modified: greet\.py/);
             assert.match(chat, /modified: notes\.md/);
-            assert.equal((chat.match(/greet\.py/g) ?? []).length, 1, 'one line per file');
+            assert.equal((chat.match(/modified: greet\.py/g) ?? []).length, 1, 'one line per file');
             await (await fileLine(wb, 'greet.py')).locator('a').click();
             await wb.page.locator('.tabs-container .tab.active', { hasText: /greet\.py \(Agent Host: turn 1/ }).waitFor();
             const sides = await waitFor(async () => {

@@ -91,7 +91,7 @@ export class Controller implements vscode.Disposable, UiContext {
             vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, this.proposals),
             vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, this.history),
             vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, this.reviewDocs),
-            new EditHighlights(),
+            new EditHighlights((line) => this.log(line)),
             command('agentHost.reviewChanges', () => this.review.reviewChanges()),
             command('agentHost.sendPrompt', (prompt?: unknown) => this.sendPrompt(typeof prompt === 'string' ? prompt : undefined)),
             command('agentHost.newSession', () => this.newSession()),

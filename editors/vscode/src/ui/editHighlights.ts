@@ -26,7 +26,10 @@ export class EditHighlights implements vscode.Disposable {
     private readonly flashes = new Map<string, Flash>();
     private readonly disposables: vscode.Disposable[];
 
-    constructor(private readonly ms = HIGHLIGHT_MS) {
+    constructor(
+        private readonly log: (line: string) => void,
+        private readonly ms = HIGHLIGHT_MS,
+    ) {
         this.disposables = [
             this.decoration,
             onAgentEdit((edit) => this.flash(edit)),
@@ -41,6 +44,7 @@ export class EditHighlights implements vscode.Disposable {
             vscode.workspace.onDidChangeTextDocument((e) => {
                 // the user types: the highlight would mark the wrong lines
                 if (e.contentChanges.length && this.flashes.has(e.document.uri.toString())) {
+                    this.log(`highlight of ${e.document.uri.fsPath} cleared: the text changed`);
                     this.clear(e.document.uri.toString());
                 }
             }),
@@ -65,6 +69,7 @@ export class EditHighlights implements vscode.Disposable {
         }
         const ranges = spans.map((s) => new vscode.Range(s.start, 0, Math.max(s.start, s.end - 1), 0));
         this.flashes.set(key, { ranges, timer: setTimeout(() => this.clear(key), this.ms) });
+        this.log(`highlight of ${edit.document.uri.fsPath}: lines ${spans.map((s) => `${s.start + 1}-${s.end}`).join(', ')}`);
         for (const editor of vscode.window.visibleTextEditors) {
             if (editor.document.uri.toString() === key) {
                 editor.setDecorations(this.decoration, ranges);
