@@ -64,11 +64,16 @@ async function fileLine(wb, name) {
 
 const activeEditor = (wb) => wb.page.locator('.editor-group-container.active');
 
+/** The active editor pane's text (the changes editor's headers and lines). */
+async function paneText(wb) {
+    return (await activeEditor(wb).locator('.editor-container').innerText()).replace(/\u00a0/g, ' ');
+}
+
 /** The two sides of the active diff editor, as rendered. */
 async function diffSides(wb) {
     const side = (which) =>
         activeEditor(wb)
-            .locator(`.monaco-diff-editor .editor.${which} .view-lines .view-line`)
+            .locator(`.monaco-diff-editor .${which}-in-monaco-diff-editor .view-lines .view-line`)
             .evaluateAll((nodes) =>
                 nodes
                     .map((n) => ({ top: parseFloat(n.style.top || '0'), text: n.textContent.replace(/\u00a0/g, ' ') }))
@@ -142,16 +147,15 @@ export const scenarios = [
             await wb.page.locator('.tabs-container .tab.active', { hasText: /greet\.py \(Agent Host: turn 1/ }).waitFor();
             const sides = await waitFor(async () => {
                 const s = await diffSides(wb);
-                return s.modified.includes('Hello') && s;
+                return s.original.includes('Hi') && s.modified.includes('Hello') && s;
             }, 'the diff of greet.py');
             assert.equal(sides.original, GREET);
             assert.equal(sides.modified, GREET_1);
             const frame = await wb.chatFrame();
             await frame.locator('.entry.review button', { hasText: 'Review Changes (3 files)' }).click();
             await wb.page.locator('.tabs-container .tab.active', { hasText: /turn 1 · Tidy greet and notes \(3 files\)/ }).waitFor();
-            const pane = activeEditor(wb).locator('.editor-container');
             const text = await waitFor(async () => {
-                const t = await pane.innerText();
+                const t = await paneText(wb);
                 return ['greet.py', 'notes.md', 'todo.txt'].every((f) => t.includes(f)) && /tidy greet/.test(t) && t;
             }, 'the three files in the changes editor');
             assert.match(text, /Hello/);
@@ -190,7 +194,7 @@ export const scenarios = [
             await wb.pick('Since this checkpoint');
             await wb.page.locator('.tabs-container .tab.active', { hasText: /since 1 · Tidy greet and notes \(3 files\)/ }).waitFor();
             const text = await waitFor(async () => {
-                const t = await activeEditor(wb).locator('.editor-container').innerText();
+                const t = await paneText(wb);
                 return /HELLO/.test(t) && /shout/.test(t) && t;
             }, 'the net change in the changes editor');
             assert.match(text, /todo\.txt/);
@@ -207,9 +211,9 @@ export const scenarios = [
             await waitFor(async () => /Restore to 1 · Tidy greet and notes/.test(await quickInput(wb).innerText()), 'the preview');
             const shown = (await quickInput(wb).innerText()).replace(/\s+/g, ' ');
             assert.match(shown, /3 files · 1 conflict · \d+ messages removed/);
-            assert.match(shown, /greet\.py will be changed · \+1 −1/);
-            assert.match(shown, /notes\.md will be changed · \+0 −1/);
-            assert.match(shown, /todo\.txt will be deleted · \+0 −3/);
+            assert.match(shown, /greet\.py\s*will be changed · \+1 −1/);
+            assert.match(shown, /notes\.md\s*will be changed · \+0 −1/);
+            assert.match(shown, /todo\.txt\s*will be deleted · \+0 −3/);
             assert.match(shown, /you changed it since the agent/i);
             assert.equal(await rowChecked(wb, 'greet.py'), true);
             assert.equal(await rowChecked(wb, 'notes.md'), true);
@@ -220,7 +224,7 @@ export const scenarios = [
             await wb.page.locator('.tabs-container .tab.active', { hasText: /todo\.txt: the agent's last text/ }).waitFor();
             const conflict = await waitFor(async () => {
                 const s = await diffSides(wb);
-                return s.modified.includes('mine') && s;
+                return s.original.includes('b') && s.modified.includes('mine') && s;
             }, 'the conflict diff');
             assert.equal(conflict.original, TODO);
             assert.equal(ctx.read('todo.txt'), MINE);
@@ -229,7 +233,7 @@ export const scenarios = [
             await wb.page.locator('.tabs-container .tab.active', { hasText: /greet\.py: now ↔ after the restore/ }).waitFor();
             const greet = await waitFor(async () => {
                 const s = await diffSides(wb);
-                return s.original.includes('HELLO') && s;
+                return s.original.includes('HELLO') && s.modified.includes('Hi') && s;
             }, 'the diff of what the restore writes');
             await wb.shot('restore preview with a file diff');
             assert.ok(await quickInput(wb).isVisible(), 'the preview stays open beside the diffs');

@@ -94,13 +94,16 @@ export function diffSides(f: FileDiff): DiffSides {
     return { before: side(f.before, f.action === 'added'), after: side(f.after, f.action === 'deleted') };
 }
 
-/** The changes editor's title: `Agent Host: turn 3 · add a test (2 files)`. */
-export function reviewTitle(what: string, files: readonly FileDiff[]): string {
-    return `Agent Host: ${what} (${files.length === 1 ? '1 file' : `${files.length} files`})`;
+/** The changes editor's title: `Agent Host: turn 3 · add a test` (VS Code adds the file count). */
+export function reviewTitle(what: string): string {
+    return `Agent Host: ${what}`;
 }
 
-/** A checkpoint as users count it: `3 · add a test` (the ordinal when the server gives it). */
-export function checkpointName(c: { seq: number; prompt: string; ordinal?: number }, index?: number): string {
+/** A checkpoint as users count it: `3 · add a test` (the server's label when it gives one). */
+export function checkpointName(c: { seq: number; prompt: string; ordinal?: number; label?: string }, index?: number): string {
+    if (c.label) {
+        return c.label;
+    }
     const n = c.ordinal ?? (index === undefined ? `#${c.seq}` : index + 1);
     return `${n} · ${c.prompt.split('\n')[0].slice(0, 60)}`;
 }

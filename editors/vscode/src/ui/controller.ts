@@ -40,6 +40,7 @@ export class Controller implements vscode.Disposable, UiContext {
     private readonly checkpoints: CheckpointCommands;
     private readonly reviewDocs = new ReviewDocuments();
     private readonly review: ReviewCommands;
+    private readonly highlights = new EditHighlights((line) => this.log(line));
     private readonly disposables: vscode.Disposable[] = [];
 
     constructor(context: vscode.ExtensionContext) {
@@ -62,7 +63,10 @@ export class Controller implements vscode.Disposable, UiContext {
             prompter: this.prompter,
             progress: this.progress,
             log: (line) => this.log(line),
-            onEvent: (event) => this.state.onEvent(event),
+            onEvent: (event) => {
+                this.state.onEvent(event);
+                this.highlights.onEvent(event);
+            },
             onStateChange: () => this.render(),
         });
         this.view = new StatusView(this.state, this.chat, this.status, () => this.server.state);
@@ -91,7 +95,7 @@ export class Controller implements vscode.Disposable, UiContext {
             vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, this.proposals),
             vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, this.history),
             vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, this.reviewDocs),
-            new EditHighlights((line) => this.log(line)),
+            this.highlights,
             command('agentHost.reviewChanges', () => this.review.reviewChanges()),
             command('agentHost.sendPrompt', (prompt?: unknown) => this.sendPrompt(typeof prompt === 'string' ? prompt : undefined)),
             command('agentHost.newSession', () => this.newSession()),

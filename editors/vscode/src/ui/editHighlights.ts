@@ -2,14 +2,25 @@
  * The lines an agent's edit wrote, highlighted for a few seconds in every editor
  * showing the document (and in one shown meanwhile), so an open file does not
  * change silently. The highlight goes when the time is up or the user types.
+ *
+ * Two ways an agent's change reaches an open document: the server's
+ * workspace/applyEdit (onAgentEdit, with the text before), or the disk, which
+ * VS Code reloads the document from (a command's change, or a write made before
+ * the server knew the document was open): a turn's file_snapshot of an open
+ * document arms a watch, and the document's next change within a few seconds is
+ * highlighted against its text when the snapshot came.
  */
 
 import * as vscode from 'vscode';
 import { changedLines } from '../protocol/lineDiff';
+import type { SessionEvent } from '../protocol/types';
 import { onAgentEdit, type AgentEdit } from './agentEdits';
+import { resolveToolPath } from './permission';
 
 /** How long the lines stay highlighted. */
 export const HIGHLIGHT_MS = 5000;
+/** How long a snapshot's document is watched for the reload from the disk. */
+const RELOAD_WAIT_MS = 5000;
 
 interface Flash {
     ranges: vscode.Range[];
@@ -24,6 +35,8 @@ export class EditHighlights implements vscode.Disposable {
         overviewRulerLane: vscode.OverviewRulerLane.Left,
     });
     private readonly flashes = new Map<string, Flash>();
+    /** Open documents a snapshot said the agent changed: their text then, until when. */
+    private readonly expected = new Map<string, { before: string; until: number }>();
     private readonly disposables: vscode.Disposable[];
 
     constructor(
@@ -42,13 +55,38 @@ export class EditHighlights implements vscode.Disposable {
                 }
             }),
             vscode.workspace.onDidChangeTextDocument((e) => {
-                // the user types: the highlight would mark the wrong lines
-                if (e.contentChanges.length && this.flashes.has(e.document.uri.toString())) {
+                if (!e.contentChanges.length) {
+                    return;
+                }
+                const key = e.document.uri.toString();
+                const expected = this.expected.get(key);
+                if (expected) {
+                    this.expected.delete(key);
+                    if (Date.now() <= expected.until) {
+                        this.flash({ document: e.document, before: expected.before });
+                        return;
+                    }
+                }
+                if (this.flashes.has(key)) {
+                    // the user types: the highlight would mark the wrong lines
                     this.log(`highlight of ${e.document.uri.fsPath} cleared: the text changed`);
-                    this.clear(e.document.uri.toString());
+                    this.clear(key);
                 }
             }),
         ];
+    }
+
+    /** A session/event: a turn's file snapshot of an open document arms the watch. */
+    onEvent(event: SessionEvent): void {
+        if (event.kind !== 'file_snapshot') {
+            return;
+        }
+        const data = event.data as { path?: unknown; jump?: unknown };
+        const uri = typeof data.path === 'string' && !data.jump ? resolveToolPath(data.path) : undefined;
+        const doc = uri && vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+        if (doc && !this.flashes.has(doc.uri.toString())) {
+            this.expected.set(doc.uri.toString(), { before: doc.getText(), until: Date.now() + RELOAD_WAIT_MS });
+        }
     }
 
     dispose(): void {
@@ -63,6 +101,7 @@ export class EditHighlights implements vscode.Disposable {
     private flash(edit: AgentEdit): void {
         const key = edit.document.uri.toString();
         this.clear(key);
+        this.expected.delete(key);
         const spans = changedLines(edit.before, edit.document.getText());
         if (!spans.length) {
             return;

@@ -89,7 +89,7 @@ function pick(docs: ReviewDocuments, preview: RestorePreview, name: string): Pro
             void Promise.resolve(run).then(undefined, (err) => void vscode.window.showErrorMessage(`Agent Host: ${String(err)}`));
         });
         qp.onDidTriggerButton(() => {
-            void showChanges(docs, preview.files, reviewTitle(`restore to ${name}: now ↔ after`, preview.files)).then(
+            void showChanges(docs, preview.files, reviewTitle(`restore to ${name}: now ↔ after`)).then(
                 undefined,
                 (err) => void vscode.window.showErrorMessage(`Agent Host: ${String(err)}`),
             );

@@ -71,7 +71,7 @@ export class ReviewCommands {
             void vscode.window.showInformationMessage(`Agent Host: no files changed (${what}).`);
             return;
         }
-        await showChanges(this.docs, files, reviewTitle(what, files));
+        await showChanges(this.docs, files, reviewTitle(what));
     }
 
     /** A changed-file line of the chat: that file's diff in that turn. */

@@ -1,5 +1,5 @@
 /**
- * The read-only texts the review diffs show (agent-host-review:/ID/SIDE/PATH):
+ * The read-only texts the review diffs show (agent-host-review:/PATH?ID-SIDE):
  * a file before and after a turn, what a restore would write, the agent's last
  * text. Each review gets a fresh ID, so a document VS Code keeps open never
  * shows an older review's text; the oldest reviews are let go.
@@ -32,7 +32,9 @@ export class ReviewDocuments implements vscode.TextDocumentContentProvider {
             }
         }
         return (side, path, text) => {
-            const uri = vscode.Uri.from({ scheme: REVIEW_SCHEME, path: `/${id}/${side}/${path.replace(/^\/+/, '')}` });
+            // the sides differ in the query only: VS Code's changes editor takes a
+            // different path for a rename
+            const uri = vscode.Uri.from({ scheme: REVIEW_SCHEME, path: `/${path.replace(/^\/+/, '')}`, query: `${id}-${side}` });
             this.docs.set(uri.toString(), text);
             uris.push(uri.toString());
             return uri;
