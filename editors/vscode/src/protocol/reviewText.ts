@@ -52,7 +52,7 @@ export function previewRows(preview: RestorePreview): PreviewRow[] {
         label: `$(${f.conflict ? 'warning' : actionIcon(f.action)}) ${f.path}`,
         description: `${restoreActionText(f)} · ${countsText(f)}`,
         ...(f.conflict
-            ? { detail: 'Conflict: you changed it since the agent last did. Left as it is unless ticked; ticked, your change is discarded (Compare shows it).' }
+            ? { detail: 'Conflict: you changed it since the agent did. Ticked, your change is lost (Compare).' }
             : {}),
         picked: !f.conflict,
         conflict: f.conflict,
