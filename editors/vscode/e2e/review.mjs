@@ -218,7 +218,6 @@ export const scenarios = [
             assert.equal(await rowChecked(wb, 'greet.py'), true);
             assert.equal(await rowChecked(wb, 'notes.md'), true);
             assert.equal(await rowChecked(wb, 'todo.txt'), false, 'a conflict is left unticked');
-            await wb.shot('restore preview');
             // Review All: the whole restore in the changes editor, the preview still open
             await quickInput(wb).locator('.quick-input-titlebar .action-label[aria-label^="Review All"]').click();
             await wb.page.locator('.tabs-container .tab.active', { hasText: /restore to 1 · Tidy greet and notes: now ↔ after/ }).waitFor();
@@ -227,6 +226,7 @@ export const scenarios = [
                 return ['greet.py', 'notes.md', 'todo.txt'].every((f) => t.includes(f)) && /mine/.test(t);
             }, 'the restore in the changes editor');
             assert.ok(await quickInput(wb).isVisible());
+            await wb.shot('restore preview');
             // Compare: the agent's text against the user's, nothing written yet
             await rowButton(wb, 'todo.txt', 'Compare');
             await wb.page.locator('.tabs-container .tab.active', { hasText: /todo\.txt: the agent's last text/ }).waitFor();

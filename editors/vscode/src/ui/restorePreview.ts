@@ -61,7 +61,7 @@ function pick(docs: ReviewDocuments, preview: RestorePreview, name: string): Pro
         buttons: row.conflict ? [COMPARE, SHOW] : [SHOW],
     }));
     qp.title = `Restore to ${name}: ${previewSummary(preview)}`;
-    qp.placeholder = 'Untick the files to leave as they are; Enter restores the ticked ones (Undo Restore takes it back)';
+    qp.placeholder = 'Untick files to leave them as they are; Enter restores the ticked ones';
     qp.canSelectMany = true;
     qp.ignoreFocusOut = true;
     qp.matchOnDescription = true;
