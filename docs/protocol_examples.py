@@ -3,7 +3,8 @@
     python docs/protocol_examples.py [--root DIR] [--json]
 
 Spawns the server, drives every method (a turn with an edit that asks permission,
-list, resume, history, checkpoints, restore and its undo, compaction, both kinds
+list, resume, history, checkpoints, a turn's changes, a restore's preview, the
+restore and its undo, reverting a turn's file, compaction, both kinds
 of cancellation, fork, close, delete) and provokes each reachable error, speaking raw JSON-RPC
 with LSP framing so the transcript is byte-for-byte what crossed the pipe. Prints
 it section by section (``--json``: one JSON object per line, which
@@ -179,9 +180,22 @@ async def record(root: Path) -> list[dict[str, Any]]:
     await wire.request("session/history", {"sessionId": sid, "limit": 4})
     wire.mark("session/checkpoints")
     await wire.request("session/checkpoints", {"sessionId": sid})
+    wire.mark("session/changes")
+    await wire.request("session/changes", {"sessionId": sid, "seq": checkpoint})
+    wire.mark("session/restore dryRun")
+    (project / "greet.py").write_text(
+        'def greet(name):\n    return f"Hello, {name}!"  # polite now\n'
+    )  # the user's own edit since the agent's: a conflict
+    await wire.request("session/restore", {"sessionId": sid, "seq": checkpoint, "dryRun": True})
+    (project / "greet.py").write_text('def greet(name):\n    return f"Hello, {name}!"\n')
     wire.mark("session/restore")
     await wire.request("session/restore", {"sessionId": sid, "seq": checkpoint})
     wire.mark("session/undoRestore")
+    await wire.request("session/undoRestore", {"sessionId": sid})
+    wire.mark("session/revertFiles")
+    await wire.request(
+        "session/revertFiles", {"sessionId": sid, "seq": checkpoint, "paths": ["greet.py"]}
+    )
     await wire.request("session/undoRestore", {"sessionId": sid})
 
     wire.mark("session/cancel")

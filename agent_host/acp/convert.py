@@ -21,11 +21,13 @@ from acp.helpers import (
 )
 
 from ..service import ContextItem
-from ..service.text import local_time
+from ..service.text import checkpoint_label, local_time
 from ..session import events as ev
+from ..session.changes import FileDiff
 from ..session.checkpoints import Checkpoint
 from ..session.conversation import prompt_content
 from ..session.restore import RestoreResult, UndoResult
+from ..session.restore_plan import RestorePreview
 from ..session.store import SessionInfo
 from ..session.tools.registry import ToolAction, tool_action, tool_title
 from .errors import MODEL_ERROR, RequestError, invalid_params
@@ -154,6 +156,8 @@ def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
         "fromCommands": checkpoint.from_commands,
         "notCaptured": checkpoint.not_captured,
         "externalTools": checkpoint.external_tools,
+        "ordinal": checkpoint.ordinal,
+        "label": checkpoint_label(checkpoint.ordinal, checkpoint.prompt),
     }
 
 
@@ -166,6 +170,56 @@ def restore_json(result: RestoreResult) -> dict[str, Any]:
         "conflicts": result.conflicts,
         "notCaptured": result.not_captured,
         "notRestored": result.not_restored,
+        "messagesRemoved": result.messages_removed,
+        "preview": None,
+    }
+
+
+def dry_run_json(preview: RestorePreview) -> dict[str, Any]:
+    """A dry run's session/restore result: nothing done, ``preview`` says what would be."""
+    return {
+        "restoredFiles": [],
+        "removedEvents": 0,
+        "unrevertedBuffers": [],
+        "conflicts": [],
+        "notCaptured": [],
+        "notRestored": {},
+        "messagesRemoved": 0,
+        "preview": preview_json(preview),
+    }
+
+
+def preview_json(preview: RestorePreview) -> dict[str, Any]:
+    """The LSP dialect's RestorePreview, field for field."""
+    return {
+        "files": [
+            {
+                **file_diff_json(f),
+                "conflict": f.conflict,
+                "userDiff": f.user_diff,
+                "agentText": f.agent_text,
+            }
+            for f in preview.files
+        ],
+        "messagesRemoved": preview.messages_removed,
+        "checkpoint": checkpoint_json(preview.checkpoint),
+        "notCaptured": preview.not_captured,
+    }
+
+
+def file_diff_json(diff: FileDiff) -> dict[str, Any]:
+    """The LSP dialect's FileDiff, field for field."""
+    return {
+        "path": diff.path,
+        "action": diff.action,
+        "binary": diff.binary,
+        "diff": diff.diff,
+        "added": diff.added,
+        "removed": diff.removed,
+        "before": diff.before,
+        "after": diff.after,
+        "source": diff.source,
+        "oldPath": diff.old_path,
     }
 
 

@@ -17,6 +17,7 @@ from acp import RequestError
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..service import SessionService
+from ..session.restore_plan import RestorePreview
 from . import convert
 from .errors import ext_params, invalid_params
 
@@ -35,6 +36,32 @@ class RestoreParams(SessionParams):
     conversation: bool = True
     force: bool = False
     """Overwrite files changed since the session last wrote them (conflicts)."""
+    dry_run: bool = Field(False, alias="dryRun")
+    """Write nothing: the result's ``preview`` says what the restore would do."""
+    paths: list[str] | None = None
+    """Only these files are put back; the conversation rewinds all the same."""
+
+
+class ChangesParams(SessionParams):
+    seq: int | None = None
+    """A checkpoint's seq: the changes of the turn its prompt started."""
+    from_seq: int | None = Field(None, alias="fromSeq")
+    """A checkpoint's seq: the start of a range ..."""
+    to_seq: int | None = Field(None, alias="toSeq")
+    """... and its end (omitted: now)."""
+
+
+class RestorePreviewParams(SessionParams):
+    seq: int
+    paths: list[str] | None = None
+
+
+class RevertFilesParams(SessionParams):
+    seq: int
+    """The checkpoint whose turn's changes are undone."""
+    paths: list[str]
+    force: bool = False
+    dry_run: bool = Field(False, alias="dryRun")
 
 
 class UndoRestoreParams(SessionParams):
@@ -65,10 +92,38 @@ async def checkpoints(service: SessionService, p: SessionParams) -> dict[str, An
 async def restore(service: SessionService, p: RestoreParams) -> dict[str, Any]:
     if not (p.files or p.conversation):
         raise invalid_params("files", "a restore needs files, conversation or both")
+    if p.dry_run:
+        preview = await service.preview_restore(
+            p.session_id, p.seq, files=p.files, conversation=p.conversation, paths=p.paths
+        )
+        return convert.dry_run_json(preview)
     result = await service.restore(
-        p.session_id, p.seq, files=p.files, conversation=p.conversation, force=p.force
+        p.session_id,
+        p.seq,
+        files=p.files,
+        conversation=p.conversation,
+        force=p.force,
+        paths=p.paths,
     )
     return convert.restore_json(result)
+
+
+async def restore_preview(service: SessionService, p: RestorePreviewParams) -> dict[str, Any]:
+    return convert.preview_json(await service.preview_restore(p.session_id, p.seq, paths=p.paths))
+
+
+async def changes(service: SessionService, p: ChangesParams) -> dict[str, Any]:
+    found = await service.changes(p.session_id, seq=p.seq, from_seq=p.from_seq, to_seq=p.to_seq)
+    return {"files": [convert.file_diff_json(d) for d in found]}
+
+
+async def revert_files(service: SessionService, p: RevertFilesParams) -> dict[str, Any]:
+    done = await service.revert_files(
+        p.session_id, p.seq, p.paths, force=p.force, dry_run=p.dry_run
+    )
+    if isinstance(done, RestorePreview):
+        return convert.dry_run_json(done)
+    return convert.restore_json(done)
 
 
 async def undo_restore(service: SessionService, p: UndoRestoreParams) -> dict[str, Any]:
@@ -107,6 +162,9 @@ class ExtensionMethod(Generic[P]):
 EXTENSIONS: tuple[ExtensionMethod[Any], ...] = (
     ExtensionMethod("_agent-host/checkpoints", SessionParams, checkpoints),
     ExtensionMethod("_agent-host/restore", RestoreParams, restore),
+    ExtensionMethod("_agent-host/restorePreview", RestorePreviewParams, restore_preview),
+    ExtensionMethod("_agent-host/changes", ChangesParams, changes),
+    ExtensionMethod("_agent-host/revertFiles", RevertFilesParams, revert_files),
     ExtensionMethod("_agent-host/undoRestore", UndoRestoreParams, undo_restore),
     ExtensionMethod("_agent-host/compact", CompactParams, compact),
     ExtensionMethod("_agent-host/fork", ForkParams, fork),

@@ -135,7 +135,20 @@ RESTORE = request(
     "session/restore",
     rpc.RestoreParams,
     rpc.RestoreResult,
-    "Return the session, files and conversation, to just before the prompt at seq.",
+    "Return the session, files and conversation, to just before the prompt at seq "
+    "(dryRun: only say what it would do; paths: only those files).",
+)
+CHANGES = request(
+    "session/changes",
+    rpc.ChangesParams,
+    rpc.ChangesResult,
+    "Per-file diffs of a turn, or of a range of checkpoints, as the session recorded them.",
+)
+REVERT_FILES = request(
+    "session/revertFiles",
+    rpc.RevertFilesParams,
+    rpc.RestoreResult,
+    "Undo one turn's changes to chosen files, the conversation kept (undoable).",
 )
 UNDO_RESTORE = request(
     "session/undoRestore",

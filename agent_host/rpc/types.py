@@ -19,6 +19,9 @@ ModelLimit = float | str | dict[str, float] | None
 
 StopReason = Literal["end_turn", "cancelled", "max_turns", "refusal", "max_tokens", "error"]
 
+FileAction = Literal["added", "modified", "deleted", "renamed"]
+ChangeSource = Literal["edit", "command", "mcp", "mixed"]
+
 
 @attrs.define
 class InitializationOptions:
@@ -189,6 +192,7 @@ class CheckpointInfo:
     prompt: str
     created_at: str
     files: list[str]
+    """Files changed by the turn this prompt started."""
     from_commands: list[str] = attrs.field(factory=list)
     """Of ``files``, those a shell command changed (not the agent's own file tools)."""
     not_captured: list[str] = attrs.field(factory=list)
@@ -197,6 +201,11 @@ class CheckpointInfo:
     external_tools: list[str] = attrs.field(factory=list)
     """MCP tools the turn called: their changes inside the workspace are in
     ``files``; what they did elsewhere no restore can undo."""
+    ordinal: int = 0
+    """1 for the session's first prompt, 2 for the next ...: what a person calls it
+    (seq is what the methods take)."""
+    label: str = ""
+    """``"3 · add a test"``: the ordinal and the prompt, cut to one short line."""
 
 
 @attrs.define
@@ -213,6 +222,99 @@ class RestoreParams:
     conversation: bool = True
     force: bool = False
     """Overwrite files changed since the session last wrote them (conflicts)."""
+    dry_run: bool = False
+    """Write nothing: the result's ``preview`` says what the restore would do. A
+    restore with the same ``paths`` and ``force`` then writes exactly that."""
+    paths: list[str] | None = None
+    """Only these files (workspace-relative, as ``session/changes`` names them) are
+    put back, the others left as they are; the conversation rewinds all the same.
+    Each must be a file the session changed since the checkpoint."""
+
+
+@attrs.define
+class FileDiff:
+    """One file's change, as the session recorded it."""
+
+    path: str
+    """Workspace-relative, "/"-separated."""
+    action: FileAction
+    binary: bool
+    """Not text (not UTF-8, or holds a NUL byte): no diff, no texts."""
+    diff: str
+    """Unified diff (``a/``/``b/`` headers, ``/dev/null`` for an absent side, 3 lines
+    of context); "" when binary or a rename that kept the content."""
+    added: int
+    """Lines the diff adds."""
+    removed: int
+    """Lines the diff removes."""
+    before: str | None
+    """The whole text before; null when absent, binary or over 1 MiB."""
+    after: str | None
+    """The whole text after; null when absent, binary or over 1 MiB."""
+    source: ChangeSource
+    """What changed it: the agent's file tools (edit), a shell command, an MCP tool,
+    or several of them (mixed)."""
+    old_path: str | None = None
+    """For ``renamed``: the path the content was at."""
+
+
+@attrs.define
+class PreviewFile(FileDiff):
+    """A file a restore would change: ``before`` is what it holds now (an open
+    buffer's unsaved text, where there is one), ``after`` what the restore writes,
+    ``diff`` the change the restore makes."""
+
+    conflict: bool = False
+    """The user (or another program) changed the file since the agent last did: the
+    restore keeps it unless ``force``."""
+    user_diff: str | None = None
+    """For a conflict: the agent's last text to what the file holds now, i.e. the
+    user's change a forced restore would discard (null: binary)."""
+    agent_text: str | None = None
+    """The agent's last text of the file (null: absent, binary, or never written)."""
+
+
+@attrs.define
+class RestorePreview:
+    """What a restore would do; nothing was written."""
+
+    files: list[PreviewFile]
+    messages_removed: int
+    """Prompts and answers the conversation would lose."""
+    checkpoint: CheckpointInfo
+    not_captured: list[str] = attrs.field(factory=list)
+    """Paths later commands changed without capture: no restore puts them back."""
+
+
+@attrs.define
+class ChangesParams:
+    session_id: str
+    seq: int | None = None
+    """A checkpoint's seq: the changes of the turn its prompt started."""
+    from_seq: int | None = None
+    """A checkpoint's seq: the net change from just before that prompt ..."""
+    to_seq: int | None = None
+    """... to just before this checkpoint's prompt (omitted: to now)."""
+
+
+@attrs.define
+class ChangesResult:
+    files: list[FileDiff]
+    """One per file changed, in the order first changed. Neither seq nor fromSeq:
+    the last turn's."""
+
+
+@attrs.define
+class RevertFilesParams:
+    session_id: str
+    seq: int
+    """The checkpoint whose turn's changes are undone."""
+    paths: list[str]
+    """Files that turn changed: each goes back to its content before the turn."""
+    force: bool = False
+    """Overwrite files changed since the session last wrote them (conflicts)."""
+    dry_run: bool = False
+    """Write nothing: the result's ``preview`` says what it would do."""
 
 
 @attrs.define
@@ -230,6 +332,11 @@ class RestoreResult:
     not_restored: dict[str, str] = attrs.field(factory=dict)
     """Files the editor did not write (it refused or failed; ACP clients, which
     write the files), each with its reason: left as they are."""
+    messages_removed: int = 0
+    """Of ``removedEvents``, the prompts and answers: what to tell a person."""
+    preview: RestorePreview | None = None
+    """With ``dryRun``: what the restore would do (nothing else in this result is
+    then set)."""
 
 
 @attrs.define

@@ -12,6 +12,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 from pygls.uris import to_fs_path
 
 from ..rpc import methods
@@ -19,11 +20,14 @@ from ..rpc import types as rpc
 from ..rpc.converter import InvalidParams
 from ..rpc.methods import Method
 from ..service import ContextItem
-from ..service.text import local_time
+from ..service.text import checkpoint_label, local_time
+from ..session.checkpoints import Checkpoint
 from ..session.host import new_session_id
+from ..session.restore_plan import RestorePreview
 from .progress import progress
 
 if TYPE_CHECKING:
+    from ..session.restore import RestoreResult
     from .app import AgentServer
 
 Handler = Callable[["AgentServer", Any], Awaitable[Any]]
@@ -57,7 +61,8 @@ async def new(server: AgentServer, params: rpc.NewParams) -> rpc.NewResult:
 @handles(methods.SEND)
 async def send(server: AgentServer, params: rpc.SendParams) -> rpc.SendResult:
     service = server.sessions()
-    session_id = params.session_id or new_session_id()
+    # Absent starts a session; an empty string is a bad id (-32602), not "start one".
+    session_id = new_session_id() if params.session_id is None else params.session_id
     context = [ContextItem(c.text, c.uri) for c in params.context or []]
     async with progress(server, f"agent-host: {params.prompt[:40]}", session_id):
         done = await service.send(
@@ -122,31 +127,69 @@ async def delete(server: AgentServer, params: rpc.SessionParams) -> None:
 @handles(methods.CHECKPOINTS)
 async def checkpoints(server: AgentServer, params: rpc.SessionParams) -> rpc.CheckpointsResult:
     found = await server.sessions().checkpoints(params.session_id)
-    return rpc.CheckpointsResult(
-        [
-            rpc.CheckpointInfo(
-                c.seq,
-                c.prompt,
-                local_time(c.created_at),
-                c.files,
-                c.from_commands,
-                c.not_captured,
-                c.external_tools,
-            )
-            for c in found
-        ]
+    return rpc.CheckpointsResult([checkpoint_info(c) for c in found])
+
+
+def checkpoint_info(c: Checkpoint) -> rpc.CheckpointInfo:
+    return rpc.CheckpointInfo(
+        c.seq,
+        c.prompt,
+        local_time(c.created_at),
+        c.files,
+        c.from_commands,
+        c.not_captured,
+        c.external_tools,
+        ordinal=c.ordinal,
+        label=checkpoint_label(c.ordinal, c.prompt),
     )
 
 
 @handles(methods.RESTORE)
 async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.RestoreResult:
-    done = await server.sessions().restore(
+    service = server.sessions()
+    if params.dry_run:
+        preview = await service.preview_restore(
+            params.session_id,
+            params.seq,
+            files=params.files,
+            conversation=params.conversation,
+            paths=params.paths,
+        )
+        return preview_result(preview)
+    done = await service.restore(
         params.session_id,
         params.seq,
         files=params.files,
         conversation=params.conversation,
         force=params.force,
+        paths=params.paths,
     )
+    return restore_result(done)
+
+
+@handles(methods.CHANGES)
+async def changes(server: AgentServer, params: rpc.ChangesParams) -> rpc.ChangesResult:
+    found = await server.sessions().changes(
+        params.session_id, seq=params.seq, from_seq=params.from_seq, to_seq=params.to_seq
+    )
+    return rpc.ChangesResult([rpc.FileDiff(**attrs.asdict(d, recurse=False)) for d in found])
+
+
+@handles(methods.REVERT_FILES)
+async def revert_files(server: AgentServer, params: rpc.RevertFilesParams) -> rpc.RestoreResult:
+    done = await server.sessions().revert_files(
+        params.session_id,
+        params.seq,
+        params.paths,
+        force=params.force,
+        dry_run=params.dry_run,
+    )
+    if isinstance(done, RestorePreview):
+        return preview_result(done)
+    return restore_result(done)
+
+
+def restore_result(done: RestoreResult) -> rpc.RestoreResult:
     return rpc.RestoreResult(
         done.restored_files,
         done.removed_events,
@@ -154,7 +197,20 @@ async def restore(server: AgentServer, params: rpc.RestoreParams) -> rpc.Restore
         done.conflicts,
         done.not_captured,
         done.not_restored,
+        messages_removed=done.messages_removed,
     )
+
+
+def preview_result(preview: RestorePreview) -> rpc.RestoreResult:
+    """A dry run's answer: nothing done, the preview says what would be."""
+    files = [rpc.PreviewFile(**attrs.asdict(f, recurse=False)) for f in preview.files]
+    shown = rpc.RestorePreview(
+        files,
+        preview.messages_removed,
+        checkpoint_info(preview.checkpoint),
+        preview.not_captured,
+    )
+    return rpc.RestoreResult([], 0, preview=shown)
 
 
 @handles(methods.UNDO_RESTORE)

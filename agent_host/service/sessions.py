@@ -47,7 +47,9 @@ from ..session.turn import TurnResult
 from .port import ClientPort, SessionChanged
 
 if TYPE_CHECKING:
+    from ..session.changes import FileDiff
     from ..session.restore import RestoreResult, UndoResult
+    from ..session.restore_plan import RestorePreview
 
 
 @attrs.define
@@ -272,7 +274,8 @@ class SessionService:
         """One turn; with ``create``, a session that does not exist yet (or none
         named) is started under that id, else SessionNotFound (None: as the
         service was made)."""
-        handle = await self.handle(session_id or new_session_id(), create=create)
+        sid = new_session_id() if session_id is None else session_id
+        handle = await self.handle(sid, create=create)
         attached = [{"text": c.text, **({"uri": c.uri} if c.uri else {})} for c in context]
         result = await handle.send(prompt, model=model, context=attached, wait=wait)
         return SendOutcome(result, await handle.session_cost())
@@ -350,10 +353,55 @@ class SessionService:
         files: bool = True,
         conversation: bool = True,
         force: bool = False,
+        paths: Sequence[str] | None = None,
         wait: Wait = False,
     ) -> RestoreResult:
+        """Return to just before the prompt at ``seq``; with ``paths``, only those
+        files are put back (the conversation as without)."""
         handle = await self.handle(session_id)
-        return await handle.restore(seq, files, conversation, force=force, wait=wait)
+        return await handle.restore(seq, files, conversation, force=force, paths=paths, wait=wait)
+
+    async def preview_restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        paths: Sequence[str] | None = None,
+        wait: Wait = False,
+    ) -> RestorePreview:
+        """What :meth:`restore` with the same arguments would do; nothing written."""
+        handle = await self.handle(session_id)
+        return await handle.preview_restore(seq, files, conversation, paths=paths, wait=wait)
+
+    async def revert_files(
+        self,
+        session_id: str,
+        seq: int,
+        paths: Sequence[str],
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        wait: Wait = False,
+    ) -> RestoreResult | RestorePreview:
+        """Undo the turn at ``seq``'s changes to ``paths``, the conversation kept
+        (undoable as a restore); with ``dry_run``, what it would do."""
+        handle = await self.handle(session_id)
+        return await handle.revert_files(seq, paths, force=force, dry_run=dry_run, wait=wait)
+
+    async def changes(
+        self,
+        session_id: str,
+        *,
+        seq: int | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+    ) -> builtins.list[FileDiff]:
+        """Per-file diffs of the turn at ``seq``, of the checkpoint range ``from_seq``
+        to ``to_seq`` (None: now), or (neither) of the last turn."""
+        handle = await self.handle(session_id)
+        return await handle.changes(seq, from_seq, to_seq)
 
     async def undo_restore(
         self, session_id: str, *, force: bool = False, partial: bool = True, wait: Wait = False

@@ -23,3 +23,16 @@ def describe_files(paths: list[str]) -> str:
 def local_time(ts: float) -> str:
     """A timestamp as local ISO 8601 time with its offset, to the second."""
     return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+LABEL_PROMPT_CHARS = 60
+
+
+def checkpoint_label(ordinal: int, prompt: str) -> str:
+    """``"3 · add a test"``: a checkpoint as a person names it."""
+    return f"{ordinal} · {shorten(prompt, LABEL_PROMPT_CHARS)}"
+
+
+def count(n: int, noun: str) -> str:
+    """``"1 message"``, ``"4 messages"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -46,6 +46,9 @@ class Checkpoint:
     external_tools: list[str] = attrs.field(factory=list)
     """MCP tools the turn called (``mcp__server__tool``): what they changed in the
     workspace is in ``files``; what they changed elsewhere no restore can undo."""
+    ordinal: int = 0
+    """Its place among the session's checkpoints, 1 for the first prompt (as the
+    conversation stands: a restore renumbers the ones after it)."""
 
 
 def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
@@ -54,7 +57,7 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     for event in events:
         match event:
             case UserPrompt():
-                current = Checkpoint(event.seq, event.text, event.ts, [])
+                current = Checkpoint(event.seq, event.text, event.ts, [], ordinal=len(out) + 1)
                 out.append(current)
             case Restore() | RestoreUndone():
                 current = None  # what follows is the restore's doing, not a turn's

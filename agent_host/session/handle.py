@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, check_approval
+from .changes import FileDiff, session_changes
 from .checkpoints import (
     Checkpoint,
     NothingToUndo,
@@ -56,6 +57,7 @@ from .workspace.processes import tracking
 if TYPE_CHECKING:
     from .host import AgentHost
     from .restore import RestoreResult, UndoResult
+    from .restore_plan import RestorePreview
 
 log = logging.getLogger(__name__)
 
@@ -330,10 +332,12 @@ class SessionHandle:
         conversation: bool = True,
         *,
         force: bool = False,
+        paths: Collection[str] | None = None,
         wait: Wait = False,
     ) -> RestoreResult:
         """Return to the moment just before the prompt at ``seq`` (undoable); files
-        changed since the session last wrote them are conflicts unless ``force``."""
+        changed since the session last wrote them are conflicts unless ``force``;
+        with ``paths``, only those files are put back."""
         async with self.exclusive(wait, "a restore"):
             if not (files or conversation):
                 raise InvalidArgument("restore needs files, conversation or both")
@@ -341,10 +345,62 @@ class SessionHandle:
             from .restore import restore_to
 
             with unsynced_buffers(self.workspace) as unsynced:
-                result = await restore_to(state, self.workspace, seq, files, conversation, force)
+                result = await restore_to(
+                    state, self.workspace, seq, files, conversation, force, paths
+                )
             result.unreverted_buffers = unsynced()
         self.refresh_cost(state)
         return result
+
+    async def preview_restore(
+        self,
+        seq: int,
+        files: bool = True,
+        conversation: bool = True,
+        *,
+        paths: Collection[str] | None = None,
+        wait: Wait = False,
+    ) -> RestorePreview:
+        """What :meth:`restore` would do, per file, nothing written."""
+        async with self.exclusive(wait, "a restore preview"):
+            if not (files or conversation):
+                raise InvalidArgument("restore needs files, conversation or both")
+            state = await self.settled()
+            from .restore import preview_restore
+
+            return await preview_restore(state, self.workspace, seq, files, conversation, paths)
+
+    async def revert_files(
+        self,
+        seq: int,
+        paths: Collection[str],
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        wait: Wait = False,
+    ) -> RestoreResult | RestorePreview:
+        """Undo the turn at ``seq``'s changes to ``paths`` (the conversation stays;
+        undoable as a restore); with ``dry_run``, what it would do."""
+        async with self.exclusive(wait, "reverting files"):
+            state = await self.settled()
+            from .restore import RestoreResult, revert_files
+
+            with unsynced_buffers(self.workspace) as unsynced:
+                result = await revert_files(state, self.workspace, seq, paths, force, dry_run)
+            if isinstance(result, RestoreResult):
+                result.unreverted_buffers = unsynced()
+        return result
+
+    async def changes(
+        self, seq: int | None = None, from_seq: int | None = None, to_seq: int | None = None
+    ) -> list[FileDiff]:
+        """Per-file diffs of the turn at ``seq`` (neither: the last turn), or of the
+        checkpoint range ``from_seq`` to ``to_seq`` (None: now)."""
+        state = await self.state()
+        await state.load()
+        return await session_changes(
+            state.timeline, self.host.store.blobs, self.session_id, seq, from_seq, to_seq
+        )
 
     async def undo_restore(
         self, *, force: bool = False, partial: bool = True, wait: Wait = False

@@ -22,27 +22,19 @@ lease and has checked that no turn is running.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Collection, Mapping, Sequence, Set
 
 import attrs
 
 from . import events as ev
 from .blobs import BlobStore, blob_id
-from .checkpoints import (
-    buffers_to_restore,
-    check_checkpoint,
-    executables_left,
-    executables_to_restore,
-    files_to_restore,
-    last_restore,
-    left_by_session,
-    not_captured_since,
-    pending_intent,
-)
+from .changes import turn_events
+from .checkpoints import check_checkpoint, last_restore, not_captured_since, pending_intent
 from .errors import (
     BlobCorrupt,
     BlobNotFound,
     FileChanged,
+    InvalidArgument,
     PathChanged,
     PathOutsideWorkspace,
     ToolError,
@@ -51,7 +43,16 @@ from .errors import (
     WorkspaceMismatch,
     WriteRefused,
 )
-from .restore_files import as_left, check_snapshots, each, files_now, jumps_back, landed_as
+from .restore_files import check_snapshots, each, jumps_back, landed_as
+from .restore_plan import (
+    PlannedFile,
+    RestorePreview,
+    checkpoint_at,
+    conflicts_of,
+    messages_after,
+    plan_files,
+    preview,
+)
 from .session_folder import session_files
 from .state import SessionState
 from .workspace import (
@@ -78,6 +79,8 @@ class RestoreResult:
     not_restored: dict[str, str] = attrs.field(factory=dict)
     """Files the editor did not write (it refused, failed or did not answer), each
     with its reason: left as they are."""
+    messages_removed: int = 0
+    """Of ``removed_events``, the prompts and answers: what a person counts."""
 
 
 @attrs.define
@@ -98,8 +101,10 @@ async def restore_to(
     files: bool,
     conversation: bool,
     force: bool = False,
+    paths: Collection[str] | None = None,
 ) -> RestoreResult:
-    """Return to the moment just before the prompt at ``seq`` (undoable).
+    """Return to the moment just before the prompt at ``seq`` (undoable); with
+    ``paths``, only those files (the conversation as without).
 
     A file that is not as the session last left it -- the user, a formatter or
     another tool changed it since, or an open buffer holds unsaved text the agent
@@ -108,57 +113,90 @@ async def restore_to(
     """
     events = state.timeline
     check_checkpoint(events, state.id, seq)
-    changes: list[ev.FileSnapshot] = []
-    conflicts: list[str] = []
+    planned: list[PlannedFile] = []
     if files:
         workspace = await _session_files(state, workspace)
-        buffers = buffers_to_restore(events, seq)
-        targets = files_to_restore(events, seq)
-        bits = executables_to_restore(events, seq)
-        left = left_by_session(events)
-        bits_now = executables_left(events)
-        found = await files_now(workspace, state.store.blobs, list(targets))
-        for (path, target), (current_id, unsaved_id, open_buffer) in zip(
-            targets.items(), found, strict=True
-        ):
-            mode_differs = bits[path] is not None and bits[path] != bits_now.get(path)
-            if (
-                current_id != target
-                or (open_buffer and unsaved_id != buffers[path])
-                or mode_differs
-            ):
-                if not force and not await as_left(
-                    state.store.blobs, left.get(path), current_id, unsaved_id
-                ):
-                    conflicts.append(path)
-                changes.append(
-                    ev.FileSnapshot(
-                        path=path,
-                        before=current_id,
-                        after=target,
-                        buffer_before=unsaved_id,
-                        jump=True,
-                        buffer_after=buffers[path],
-                        executable_before=bits_now.get(path),
-                        executable_after=bits[path],
-                    )
-                )
+        planned = await plan_files(state, workspace, events, seq, paths)
+    hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
+    record = ev.Restore(to_seq=seq - 1, files=files, conversation=conversation)
+    result = await _carry_out(state, workspace, record, planned, force)
+    result.removed_events = hidden
+    result.messages_removed = messages_after(events, seq) if conversation else 0
+    result.not_captured = not_captured_since(events, seq) if files else []
+    return result
+
+
+async def preview_restore(
+    state: SessionState,
+    workspace: Workspace,
+    seq: int,
+    files: bool = True,
+    conversation: bool = True,
+    paths: Collection[str] | None = None,
+) -> RestorePreview:
+    """What :func:`restore_to` would do, nothing written (file contents read now are
+    stored, as the restore would store them)."""
+    events = state.timeline
+    check_checkpoint(events, state.id, seq)
+    planned: list[PlannedFile] = []
+    if files:
+        workspace = await _session_files(state, workspace)
+        planned = await plan_files(state, workspace, events, seq, paths)
+    later = [e for e in events if e.seq >= seq]
+    return await preview(
+        state,
+        planned,
+        later,
+        checkpoint_at(events, seq),
+        messages_after(events, seq) if conversation else 0,
+        not_captured_since(events, seq) if files else [],
+    )
+
+
+async def revert_files(
+    state: SessionState,
+    workspace: Workspace,
+    seq: int,
+    paths: Collection[str],
+    force: bool = False,
+    dry_run: bool = False,
+) -> RestoreResult | RestorePreview:
+    """Undo the changes the turn at ``seq`` made to ``paths``: each file back to its
+    content just before that turn; the conversation stays. Recorded as a files-only
+    restore, so undoable as one; a file changed since (by the user, or by later
+    turns) is a conflict, kept unless ``force``."""
+    events = state.timeline
+    check_checkpoint(events, state.id, seq)
+    if not paths:
+        raise InvalidArgument("paths: name at least one file the turn changed")
+    workspace = await _session_files(state, workspace)
+    turn = turn_events(events, seq, state.id)
+    planned = await plan_files(state, workspace, turn, seq, paths)
+    if dry_run:
+        return await preview(state, planned, turn, checkpoint_at(events, seq), 0, [])
+    record = ev.Restore(to_seq=seq - 1, files=True, conversation=False)
+    return await _carry_out(state, workspace, record, planned, force)
+
+
+async def _carry_out(
+    state: SessionState,
+    workspace: Workspace,
+    record: ev.Restore,
+    planned: Sequence[PlannedFile],
+    force: bool,
+) -> RestoreResult:
+    """Record the restore and its jumps in one append, then write the files."""
+    changes = [p.jump for p in planned]
+    conflicts = conflicts_of(planned, force)
     writable = [c for c in changes if c.path not in conflicts]
     ready = await check_snapshots(state.store.blobs, writable, "restore")
-    hidden = sum(1 for e in events if e.seq >= seq) if conversation else 0
-    record = ev.Restore(
-        to_seq=seq - 1, files=files, conversation=conversation, conflicts=conflicts or None
-    )
-    head = await state.append([record, *changes])
+    head = await state.append([attrs.evolve(record, conflicts=conflicts or None), *changes])
     refused: dict[str, str] = {}
     kept = await _apply(
         state, workspace, head - len(changes), changes, ready, set(conflicts), refused
     )
-    uncaptured = not_captured_since(events, seq) if files else []
     later = [path for path in kept if path not in conflicts and path not in refused]
-    return RestoreResult(
-        _written(changes, kept), hidden, conflicts + later, uncaptured, not_restored=refused
-    )
+    return RestoreResult(_written(changes, kept), 0, conflicts + later, not_restored=refused)
 
 
 async def undo_last_restore(

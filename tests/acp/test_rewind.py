@@ -146,6 +146,9 @@ async def test_initialize_advertises_every_extension_method_and_each_answers(spa
     assert {
         "_agent-host/checkpoints",
         "_agent-host/restore",
+        "_agent-host/restorePreview",
+        "_agent-host/changes",
+        "_agent-host/revertFiles",
         "_agent-host/undoRestore",
         "_agent-host/compact",
         "_agent-host/fork",

@@ -139,6 +139,11 @@ def test_field_docstrings_come_from_the_class_source():
     assert docs == {
         "seq": "A checkpoint's seq: the session returns to just before that prompt.",
         "force": "Overwrite files changed since the session last wrote them (conflicts).",
+        "dry_run": "Write nothing: the result's ``preview`` says what the restore would do. A\n"
+        "restore with the same ``paths`` and ``force`` then writes exactly that.",
+        "paths": "Only these files (workspace-relative, as ``session/changes`` names them) are\n"
+        "put back, the others left as they are; the conversation rewinds all the same.\n"
+        "Each must be a file the session changed since the checkpoint.",
     }
     assert field_docstrings(rpc.SessionParams) == {}
 

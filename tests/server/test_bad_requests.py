@@ -95,7 +95,7 @@ async def test_invalid_params_are_32602_naming_the_field(agents):
 
 # Not ids under the one rule (session/store/ids.py); path-like ids are ids, kept
 # inside the store: tests/server/test_session_ids.py.
-BAD_SESSION_IDS = ["x" * 513, "é" * 513, "s\x00", "😀" * 256 + "a"]
+BAD_SESSION_IDS = ["", "x" * 513, "é" * 513, "s\x00", "😀" * 256 + "a"]
 
 
 async def test_bad_session_ids_are_invalid_params(agents, tmp_path, store_dir):

@@ -248,14 +248,21 @@ async def test_checkpoints_restore_and_undo(agents, workspace):
             "fromCommands",
             "notCaptured",
             "externalTools",
+            "ordinal",
+            "label",
         }
         assert "T" in checkpoint["createdAt"]  # ISO 8601
+    assert [(c["ordinal"], c["label"]) for c in found] == [
+        (1, "1 · just talk"),
+        (2, "2 · write two"),
+    ]
 
     restored = await request(
         client, "session/restore", {"sessionId": sid, "seq": second["checkpoint"]}
     )
     assert sorted(restored["restoredFiles"]) == ["a.py", "new.txt"]
     assert restored["removedEvents"] == head - second["checkpoint"] + 1
+    assert restored["messagesRemoved"] == 3  # the prompt and the two answers
     assert not (workspace / "new.txt").exists()
     assert (workspace / "a.py").read_text() == "print('a')\n"
     assert [m["content"] for m in await log_of(client, sid)] == ["just talk", "Plain turn."]

@@ -22,8 +22,12 @@ export const HISTORY = 'session/history';
 export const DELETE = 'session/delete';
 /** One checkpoint per prompt, oldest first, with the files its turn changed. (client->server request) */
 export const CHECKPOINTS = 'session/checkpoints';
-/** Return the session, files and conversation, to just before the prompt at seq. (client->server request) */
+/** Return the session, files and conversation, to just before the prompt at seq (dryRun: only say what it would do; paths: only those files). (client->server request) */
 export const RESTORE = 'session/restore';
+/** Per-file diffs of a turn, or of a range of checkpoints, as the session recorded them. (client->server request) */
+export const CHANGES = 'session/changes';
+/** Undo one turn's changes to chosen files, the conversation kept (undoable). (client->server request) */
+export const REVERT_FILES = 'session/revertFiles';
 /** Undo the session's last restore. (client->server request) */
 export const UNDO_RESTORE = 'session/undoRestore';
 /** Have the model summarise the conversation before the latest prompt. (client->server request) */
@@ -40,7 +44,7 @@ export const EVENT = 'session/event';
 export const REQUEST_PERMISSION = 'session/requestPermission';
 
 /** The requests a client sends, each answered by the server. */
-export const REQUESTS = [NEW, SEND, LIST, RESUME, HISTORY, DELETE, CHECKPOINTS, RESTORE, UNDO_RESTORE, COMPACT, FORK, CLOSE] as const;
+export const REQUESTS = [NEW, SEND, LIST, RESUME, HISTORY, DELETE, CHECKPOINTS, RESTORE, CHANGES, REVERT_FILES, UNDO_RESTORE, COMPACT, FORK, CLOSE] as const;
 
 /** Each method's params and result (null: none, or answered with null). */
 export interface Methods {
@@ -52,6 +56,8 @@ export interface Methods {
     'session/delete': { params: SessionParams; result: null };
     'session/checkpoints': { params: SessionParams; result: CheckpointsResult };
     'session/restore': { params: RestoreParams; result: RestoreResult };
+    'session/changes': { params: ChangesParams; result: ChangesResult };
+    'session/revertFiles': { params: RevertFilesParams; result: RestoreResult };
     'session/undoRestore': { params: UndoRestoreParams; result: UndoRestoreResult };
     'session/compact': { params: CompactParams; result: CompactResult };
     'session/fork': { params: ForkParams; result: ForkResult };
@@ -250,6 +256,7 @@ export interface CheckpointInfo {
     seq: number;
     prompt: string;
     createdAt: string;
+    /** Files changed by the turn this prompt started. */
     files: string[];
     /** Of `files`, those a shell command changed (not the agent's own file tools). */
     fromCommands?: string[];
@@ -263,6 +270,13 @@ export interface CheckpointInfo {
      * `files`; what they did elsewhere no restore can undo.
      */
     externalTools?: string[];
+    /**
+     * 1 for the session's first prompt, 2 for the next ...: what a person calls it
+     * (seq is what the methods take).
+     */
+    ordinal?: number;
+    /** `"3 · add a test"`: the ordinal and the prompt, cut to one short line. */
+    label?: string;
 }
 
 export interface RestoreParams {
@@ -273,6 +287,17 @@ export interface RestoreParams {
     conversation?: boolean;
     /** Overwrite files changed since the session last wrote them (conflicts). */
     force?: boolean;
+    /**
+     * Write nothing: the result's `preview` says what the restore would do. A
+     * restore with the same `paths` and `force` then writes exactly that.
+     */
+    dryRun?: boolean;
+    /**
+     * Only these files (workspace-relative, as `session/changes` names them) are
+     * put back, the others left as they are; the conversation rewinds all the same.
+     * Each must be a file the session changed since the checkpoint.
+     */
+    paths?: string[] | null;
 }
 
 export interface RestoreResult {
@@ -295,6 +320,133 @@ export interface RestoreResult {
      * write the files), each with its reason: left as they are.
      */
     notRestored?: Record<string, string>;
+    /** Of `removedEvents`, the prompts and answers: what to tell a person. */
+    messagesRemoved?: number;
+    /**
+     * With `dryRun`: what the restore would do (nothing else in this result is
+     * then set).
+     */
+    preview?: RestorePreview | null;
+}
+
+/** What a restore would do; nothing was written. */
+export interface RestorePreview {
+    files: PreviewFile[];
+    /** Prompts and answers the conversation would lose. */
+    messagesRemoved: number;
+    checkpoint: CheckpointInfo;
+    /** Paths later commands changed without capture: no restore puts them back. */
+    notCaptured?: string[];
+}
+
+/**
+ * A file a restore would change: `before` is what it holds now (an open
+ * buffer's unsaved text, where there is one), `after` what the restore writes,
+ * `diff` the change the restore makes.
+ */
+export interface PreviewFile {
+    /** Workspace-relative, "/"-separated. */
+    path: string;
+    action: FileAction;
+    /** Not text (not UTF-8, or holds a NUL byte): no diff, no texts. */
+    binary: boolean;
+    /**
+     * Unified diff (`a/`/`b/` headers, `/dev/null` for an absent side, 3 lines
+     * of context); "" when binary or a rename that kept the content.
+     */
+    diff: string;
+    /** Lines the diff adds. */
+    added: number;
+    /** Lines the diff removes. */
+    removed: number;
+    /** The whole text before; null when absent, binary or over 1 MiB. */
+    before: string | null;
+    /** The whole text after; null when absent, binary or over 1 MiB. */
+    after: string | null;
+    /**
+     * What changed it: the agent's file tools (edit), a shell command, an MCP tool,
+     * or several of them (mixed).
+     */
+    source: ChangeSource;
+    /** For `renamed`: the path the content was at. */
+    oldPath?: string | null;
+    /**
+     * The user (or another program) changed the file since the agent last did: the
+     * restore keeps it unless `force`.
+     */
+    conflict?: boolean;
+    /**
+     * For a conflict: the agent's last text to what the file holds now, i.e. the
+     * user's change a forced restore would discard (null: binary).
+     */
+    userDiff?: string | null;
+    /** The agent's last text of the file (null: absent, binary, or never written). */
+    agentText?: string | null;
+}
+
+export type FileAction = 'added' | 'modified' | 'deleted' | 'renamed';
+export const FILE_ACTIONS: readonly FileAction[] = ['added', 'modified', 'deleted', 'renamed'];
+
+export type ChangeSource = 'edit' | 'command' | 'mcp' | 'mixed';
+export const CHANGE_SOURCES: readonly ChangeSource[] = ['edit', 'command', 'mcp', 'mixed'];
+
+export interface ChangesParams {
+    sessionId: string;
+    /** A checkpoint's seq: the changes of the turn its prompt started. */
+    seq?: number | null;
+    /** A checkpoint's seq: the net change from just before that prompt ... */
+    fromSeq?: number | null;
+    /** ... to just before this checkpoint's prompt (omitted: to now). */
+    toSeq?: number | null;
+}
+
+export interface ChangesResult {
+    /**
+     * One per file changed, in the order first changed. Neither seq nor fromSeq:
+     * the last turn's.
+     */
+    files: FileDiff[];
+}
+
+/** One file's change, as the session recorded it. */
+export interface FileDiff {
+    /** Workspace-relative, "/"-separated. */
+    path: string;
+    action: FileAction;
+    /** Not text (not UTF-8, or holds a NUL byte): no diff, no texts. */
+    binary: boolean;
+    /**
+     * Unified diff (`a/`/`b/` headers, `/dev/null` for an absent side, 3 lines
+     * of context); "" when binary or a rename that kept the content.
+     */
+    diff: string;
+    /** Lines the diff adds. */
+    added: number;
+    /** Lines the diff removes. */
+    removed: number;
+    /** The whole text before; null when absent, binary or over 1 MiB. */
+    before: string | null;
+    /** The whole text after; null when absent, binary or over 1 MiB. */
+    after: string | null;
+    /**
+     * What changed it: the agent's file tools (edit), a shell command, an MCP tool,
+     * or several of them (mixed).
+     */
+    source: ChangeSource;
+    /** For `renamed`: the path the content was at. */
+    oldPath?: string | null;
+}
+
+export interface RevertFilesParams {
+    sessionId: string;
+    /** The checkpoint whose turn's changes are undone. */
+    seq: number;
+    /** Files that turn changed: each goes back to its content before the turn. */
+    paths: string[];
+    /** Overwrite files changed since the session last wrote them (conflicts). */
+    force?: boolean;
+    /** Write nothing: the result's `preview` says what it would do. */
+    dryRun?: boolean;
 }
 
 export interface UndoRestoreParams {
