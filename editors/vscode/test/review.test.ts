@@ -12,7 +12,7 @@ import {
     previewSummary,
     restoreChoice,
 } from '../src/protocol/reviewText';
-import type { FileDiff, PreviewFile, RestorePreview } from '../src/protocol/reviewWire';
+import type { FileDiff, PreviewFile, RestorePreview } from '../src/protocol/types';
 import { Transcript, toMarkdown } from '../src/protocol/transcript';
 import type { SessionEvent } from '../src/protocol/types';
 

@@ -7,8 +7,9 @@
 
 import type { CancellationToken } from 'vscode-jsonrpc';
 import * as m from './methods';
-import * as review from './reviewWire';
 import type {
+    ChangesParams,
+    ChangesResult,
     CheckpointsResult,
     CompactParams,
     CompactResult,
@@ -24,8 +25,10 @@ import type {
     PermissionParams,
     PermissionResult,
     RestoreParams,
+    RestorePreview,
     RestoreResult,
     ResumeResult,
+    RevertFilesParams,
     SendParams,
     SendResult,
     SessionEvent,
@@ -215,13 +218,13 @@ export class AgentApi implements Disposable {
         return this.call(m.CHECKPOINTS, { sessionId });
     }
 
-    restore(params: RestoreParams & review.RestorePreviewParams): Promise<RestoreResult> {
+    restore(params: RestoreParams): Promise<RestoreResult> {
         return this.call(m.RESTORE, params);
     }
 
     /** What a restore with these params would do, nothing written (a dry run). */
-    async restorePreview(params: RestoreParams & review.RestorePreviewParams): Promise<review.RestorePreview> {
-        const result: review.RestorePreviewResult = await this.call(m.RESTORE, { ...params, dryRun: true });
+    async restorePreview(params: RestoreParams): Promise<RestorePreview> {
+        const result: RestoreResult = await this.call(m.RESTORE, { ...params, dryRun: true });
         if (!result.preview) {
             throw new Error('the server did not return a preview (it predates restore previews: update agent-host)');
         }
@@ -229,13 +232,13 @@ export class AgentApi implements Disposable {
     }
 
     /** Per-file diffs: one turn (`seq`), a checkpoint range (`fromSeq`, `toSeq`), or the last turn. */
-    changes(params: review.ChangesParams): Promise<review.ChangesResult> {
-        return this.call(review.CHANGES, params);
+    changes(params: ChangesParams): Promise<ChangesResult> {
+        return this.call(m.CHANGES, params);
     }
 
     /** Undo one turn's changes to some files; the conversation is kept. */
-    revertFiles(params: review.RevertFilesParams): Promise<RestoreResult> {
-        return this.call(review.REVERT_FILES, params);
+    revertFiles(params: RevertFilesParams): Promise<RestoreResult> {
+        return this.call(m.REVERT_FILES, params);
     }
 
     undoRestore(sessionId: string): Promise<UndoRestoreResult> {

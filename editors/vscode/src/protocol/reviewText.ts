@@ -4,7 +4,7 @@
  * tests check it without an editor.
  */
 
-import type { FileDiff, PreviewFile, RestorePreview } from './reviewWire';
+import type { FileDiff, PreviewFile, RestorePreview } from './types';
 
 /** `+3 −1`, or `binary`. */
 export function countsText(f: Pick<FileDiff, 'binary' | 'added' | 'removed'>): string {
@@ -55,7 +55,7 @@ export function previewRows(preview: RestorePreview): PreviewRow[] {
             ? { detail: 'Conflict: you changed it since the agent did. Ticked, your change is lost (Compare).' }
             : {}),
         picked: !f.conflict,
-        conflict: f.conflict,
+        conflict: Boolean(f.conflict),
     }));
 }
 

@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { diffSides } from '../protocol/reviewText';
-import type { FileDiff } from '../protocol/reviewWire';
+import type { FileDiff } from '../protocol/types';
 import { resolveToolPath } from './permission';
 import type { ReviewDocuments } from './reviewDocuments';
 

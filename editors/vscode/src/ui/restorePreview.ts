@@ -9,7 +9,7 @@
 
 import * as vscode from 'vscode';
 import { checkpointName, previewRows, previewSummary, restoreChoice, reviewTitle } from '../protocol/reviewText';
-import type { PreviewFile, RestorePreview } from '../protocol/reviewWire';
+import type { PreviewFile, RestorePreview } from '../protocol/types';
 import type { CheckpointInfo, RestoreParams } from '../protocol/types';
 import { baseName, showChanges, showConflict, showFileDiff } from './diffViews';
 import type { ReviewDocuments } from './reviewDocuments';

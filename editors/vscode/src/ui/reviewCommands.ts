@@ -8,7 +8,7 @@
 
 import * as vscode from 'vscode';
 import { checkpointName, reviewTitle } from '../protocol/reviewText';
-import type { ChangesParams, FileDiff } from '../protocol/reviewWire';
+import type { ChangesParams, FileDiff } from '../protocol/types';
 import type { CheckpointInfo } from '../protocol/types';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { baseName, showChanges, showConflict, showFileDiff } from './diffViews';
