@@ -249,7 +249,7 @@ export const scenarios = [
             await row(wb, 'notes.md').locator('.quick-input-list-checkbox, input[type=checkbox], .monaco-checkbox').first().click();
             await waitFor(async () => !(await rowChecked(wb, 'notes.md')), 'notes.md unticked');
             assert.equal(ctx.read('greet.py'), GREET_2, 'nothing written by the preview');
-            await quickInput(wb).locator('input').first().press('Enter');
+            await quickInput(wb).locator('.quick-input-box input').press('Enter');
             await chatHas(wb, /Restored to/);
             assert.equal(ctx.read('greet.py'), greet.modified, 'greet.py holds what the preview showed');
             assert.equal(ctx.read('greet.py'), GREET);

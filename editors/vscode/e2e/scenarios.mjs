@@ -59,7 +59,7 @@ async function editorIs(wb, name, text, dirty) {
 async function acceptPreview(wb) {
     const widget = wb.page.locator('.quick-input-widget');
     await waitFor(async () => /messages? removed/.test(await widget.innerText()), 'the restore preview');
-    await widget.locator('input').first().press('Enter');
+    await widget.locator('.quick-input-box input').press('Enter');
 }
 
 async function noSaveConflict(wb) {
