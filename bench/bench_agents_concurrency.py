@@ -2,11 +2,14 @@
 
 Eight asyncio tasks each add ``--turns`` turns (4 items, one ``add_items`` call
 each) to one session, all at once: ``AgentHostSession`` on an SQLite file (``x.db``,
-as the SDK takes it) and on the file store, beside the SDK's ``SQLiteSession`` on a
-file. Each call waits its turn (ours: the session's queue, then its turn lease;
-theirs: a threading lock). Printed per contender: items/s for the whole run, and
-the p50/p99 of one call's time from its start to its return (its wait included);
-then the throughput ratio ours / peer. Rounds alternate the contenders' order.
+as the SDK takes it), on the file store, and on the SQLAlchemy store over aiosqlite
+and over aiomysql (MariaDB/MySQL at ``AGENT_HOST_BENCH_MYSQL``, default the local
+server's ``agent_host_bench_p11`` database, made afresh each run; left out when no
+server answers), beside the SDK's ``SQLiteSession`` on a file. Each call waits its
+turn (ours: the session's queue, then its turn lease; theirs: a threading lock).
+Printed per contender: items/s for the whole run, and the p50/p99 of one call's time
+from its start to its return (its wait included); then the throughput ratio ours /
+peer. Rounds alternate the contenders' order.
 
 Checks that nothing was lost or duplicated and each writer's order was kept."""
 
@@ -22,10 +25,40 @@ from pathlib import Path
 from agents import SQLiteSession
 from bench_common import default_base, fmt_ms, git_state, load_average, quantile
 from bench_store_common import turn_items
+from sqlalchemy.engine import make_url
 
 from agent_host.agents import AgentHostSession
 
 WRITERS = 8
+MYSQL = os.environ.get(
+    "AGENT_HOST_BENCH_MYSQL", "mysql+aiomysql://root@127.0.0.1:3306/agent_host_bench_p11"
+)
+
+
+def fresh_mysql(drop_only: bool = False) -> str | None:
+    """The MySQL URL, its database made empty (or dropped); None when no server answers."""
+    import pymysql
+
+    url = make_url(MYSQL)
+    try:
+        with (
+            pymysql.connect(
+                host=url.host or "127.0.0.1",
+                port=url.port or 3306,
+                user=url.username or "root",
+                password=url.password or "",
+                connect_timeout=3,
+                autocommit=True,
+            ) as conn,
+            conn.cursor() as cursor,
+        ):
+            cursor.execute(f"DROP DATABASE IF EXISTS `{url.database}`")
+            if not drop_only:
+                cursor.execute(f"CREATE DATABASE `{url.database}` CHARACTER SET utf8mb4")
+    except pymysql.Error as exc:
+        print(f"no MariaDB/MySQL at {url.render_as_string()}: {exc}")
+        return None
+    return MYSQL
 
 
 async def one_run(session, turns: int) -> tuple[float, list[float]]:
@@ -62,7 +95,14 @@ async def contender(name: str, folder: Path, turns: int) -> tuple[float, list[fl
         check(await peer.get_items(), turns)
         peer.close()
         return took, calls
-    store = str(folder / "ours.db") if "sqlite" in name else str(folder / "store")
+    if name == "ours, sqla sqlite":
+        store = f"sqlite+aiosqlite:///{folder / 'ours-sqla.db'}"
+    elif name == "ours, sqla mariadb":
+        store = fresh_mysql() or ""
+    elif name == "ours, sqlite file":
+        store = str(folder / "ours.db")
+    else:
+        store = str(folder / "store")
     ours = AgentHostSession("s", store, workdir=folder, wait=None)
     took, calls = await one_run(ours, turns)
     check(await ours.get_items(), turns)
@@ -71,7 +111,10 @@ async def contender(name: str, folder: Path, turns: int) -> tuple[float, list[fl
 
 
 async def run(base: Path, turns: int, rounds: int) -> None:
-    names = ["ours, sqlite file", "ours, file store", "peer SQLiteSession"]
+    names = ["ours, sqlite file", "ours, file store", "ours, sqla sqlite"]
+    if fresh_mysql() is not None:
+        names.append("ours, sqla mariadb")
+    names.append("peer SQLiteSession")
     results: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in names}
     await contender(names[0], base / "warm", 2)  # imports, first connections
     for r in range(rounds):
@@ -104,6 +147,7 @@ def main() -> None:
         asyncio.run(run(base, args.turns, args.rounds))
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        fresh_mysql(drop_only=True)
     print(f"load average {load_average()} (end), {os.cpu_count()} cores")
 
 

@@ -10,6 +10,7 @@ from agent_host.session import Checkpointer
 from agent_host.session.store.conformance import FACTORIES, Backend
 
 from .lanes import mark_lanes, run_lock
+from .mysql_server import Throwaways, mysql_backend
 from .pg_server import Throwaway, postgres_backend, sqlalchemy_backend
 
 BACKENDS = ["file", "sqlite", "memory", "postgres"]
@@ -23,6 +24,14 @@ def pg_database() -> Iterator[Throwaway]:
     database.drop()
 
 
+@pytest.fixture(scope="session")
+def mysql_databases() -> Iterator[Throwaways]:
+    """The run's throwaway MySQL/MariaDB databases (made as tests need them)."""
+    databases = Throwaways()
+    yield databases
+    databases.drop()
+
+
 def make_backend(name: str, tmp_path, request: pytest.FixtureRequest | None = None) -> Backend:
     if name == "postgres":
         if request is None:
@@ -32,6 +41,10 @@ def make_backend(name: str, tmp_path, request: pytest.FixtureRequest | None = No
         if request is None:
             raise ValueError("the sqla-postgres backend needs the test's request (pg_database)")
         return sqlalchemy_backend(request.getfixturevalue("pg_database").create())
+    if name == "sqla-mysql":
+        if request is None:
+            raise ValueError("the sqla-mysql backend needs the test's request (mysql_databases)")
+        return mysql_backend(request.getfixturevalue("mysql_databases"))
     if name not in FACTORIES:
         raise ValueError(name)
     return FACTORIES[name](tmp_path)

@@ -3,9 +3,9 @@ keeps its parallel run (pytest-xdist, on by default) honest.
 
 Lanes: ``editors`` (tests/editors: Neovim, CodeCompanion, the VS Code extension,
 code-server, Emacs agent-shell; and acpx, listed in ``EDITORS``), ``postgres`` (a test
-on the PostgreSQL server), ``crash`` (the kill-at-every-step sweeps), ``slow`` (tests
-that take seconds: marked in their modules, or listed in ``SLOW`` here). A test in none
-of them is ``fast``: ``pytest -m fast`` is the inner loop.
+on a database server: PostgreSQL, or MariaDB/MySQL), ``crash`` (the kill-at-every-step
+sweeps), ``slow`` (tests that take seconds: marked in their modules, or listed in
+``SLOW`` here). A test in none of them is ``fast``: ``pytest -m fast`` is the inner loop.
 
 Under xdist every test holds a shared lock on the run while it runs, and a test
 marked ``exclusive`` (one that times answers: a latency bound) holds it alone, so
@@ -64,7 +64,10 @@ def lanes_of(item: pytest.Item) -> set[str]:
     if "crash" in item.path.stem:
         found.add("crash")
     # the fixture, or a parameter (``[postgres]``) or name saying so
-    if "pg_database" in getattr(item, "fixturenames", ()) or "postgres" in item.name:
+    fixtures = getattr(item, "fixturenames", ())
+    if "pg_database" in fixtures or "postgres" in item.name:
+        found.add("postgres")
+    if "mysql_databases" in fixtures or "mysql" in item.name:  # the same lane: a server
         found.add("postgres")
     return found
 

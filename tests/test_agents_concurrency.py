@@ -100,7 +100,9 @@ def run_writers(store: str, kind: str, count: int = 40) -> None:
                 proc.kill()
 
 
-@pytest.mark.parametrize("backend_name", ["file", "sqlite", "postgres", "sqla-sqlite"])
+@pytest.mark.parametrize(
+    "backend_name", ["file", "sqlite", "postgres", "sqla-sqlite", "sqla-mysql"]
+)
 def test_two_processes_add_forty_items_each(backend_name, tmp_path, request):
     store = make_backend(backend_name, tmp_path, request).url
     run_writers(store, "ours")

@@ -1,6 +1,7 @@
 """AgentHostSession in the SQLAlchemy store, as the SDK's SQLAlchemySession is made:
-``from_url(id, url=..., create_tables=True)`` and ``(id, engine=...)``, on aiosqlite
-and asyncpg; the same runs give the same items as the SDK's own sessions."""
+``from_url(id, url=..., create_tables=True)`` and ``(id, engine=...)``, on aiosqlite,
+asyncpg and aiomysql (MariaDB); the same runs give the same items as the SDK's own
+sessions."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ def pg_url(request) -> str:
     return base.replace("postgresql://", "postgresql+asyncpg://", 1) + f"?schema={schema}"
 
 
+def url_of(where: str, tmp_path, request, name: str) -> str:
+    if where == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/{name}"
+    if where == "mysql":
+        return request.getfixturevalue("mysql_databases").create()
+    return pg_url(request)
+
+
 async def check_as_sqlite_session(ours: AgentHostSession, tmp_path) -> None:
     """Runs, pops and a clear give what SQLiteSession gives for the same calls."""
     peer = SQLiteSession("sdk-1", str(tmp_path / "peer.db"))
@@ -56,9 +65,9 @@ async def check_as_sqlite_session(ours: AgentHostSession, tmp_path) -> None:
         peer.close()
 
 
-@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+@pytest.mark.parametrize("where", ["sqlite", "postgres", "mysql"])
 async def test_from_url_is_the_sdk_session(where, tmp_path, request):
-    url = f"sqlite+aiosqlite:///{tmp_path}/s.db" if where == "sqlite" else pg_url(request)
+    url = url_of(where, tmp_path, request, "s.db")
     ours = AgentHostSession.from_url("sdk-1", url=url, create_tables=True, workdir=tmp_path)
     assert isinstance(ours.host.store, SqlAlchemyCheckpointer)
     await check_as_sqlite_session(ours, tmp_path)
@@ -70,9 +79,9 @@ async def test_from_url_is_the_sdk_session(where, tmp_path, request):
     await again.close()
 
 
-@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+@pytest.mark.parametrize("where", ["sqlite", "postgres", "mysql"])
 async def test_engine_is_the_apps_own_and_stays_open(where, tmp_path, request):
-    url = f"sqlite+aiosqlite:///{tmp_path}/app.db" if where == "sqlite" else pg_url(request)
+    url = url_of(where, tmp_path, request, "app.db")
     schema = url.partition("?schema=")[2] or None
     engine = create_async_engine(url.partition("?")[0])
     try:
@@ -80,8 +89,14 @@ async def test_engine_is_the_apps_own_and_stays_open(where, tmp_path, request):
             async with engine.begin() as conn:
                 await conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
             engine = engine.execution_options(schema_translate_map={None: schema})
-        # The SDK's own SQLAlchemySession in the same database, beside ours.
-        theirs = SQLAlchemySession("sdk-1", engine=engine, create_tables=True)
+        # The SDK's own SQLAlchemySession in the same database, beside ours. On MySQL
+        # it cannot make its tables (VARCHAR without a length): SQLiteSession stands in.
+        if where == "mysql":
+            theirs: SQLAlchemySession | SQLiteSession = SQLiteSession("sdk-1", ":memory:")
+            their_tables = set()
+        else:
+            theirs = SQLAlchemySession("sdk-1", engine=engine, create_tables=True)
+            their_tables = {"agent_sessions"}
         ours = AgentHostSession("sdk-1", engine=engine, workdir=tmp_path)
         items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
         await theirs.add_items(items)
@@ -91,7 +106,7 @@ async def test_engine_is_the_apps_own_and_stays_open(where, tmp_path, request):
         await ours.close()
         async with engine.connect() as conn:  # still open: the app's engine
             tables = await conn.run_sync(lambda c: inspect(c).get_table_names(schema=schema))
-        assert {"agent_host_sessions", "agent_host_events", "agent_sessions"} <= set(tables)
+        assert {"agent_host_sessions", "agent_host_events", *their_tables} <= set(tables)
         assert await theirs.get_items() == items[:1]
         # AgentHost(store=engine) is the same store.
         async with AgentHost(store=engine, workdir=tmp_path) as host:

@@ -156,6 +156,8 @@ class ResumeResult:
     session_id: str
     head: int
     turns: int
+    total_cost: float | None = None
+    """USD for the session so far; null when any of its model calls' cost is unknown."""
 
 
 @attrs.define

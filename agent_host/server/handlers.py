@@ -111,7 +111,7 @@ async def list_sessions(server: AgentServer, params: rpc.ListParams) -> rpc.List
 @handles(methods.RESUME)
 async def resume(server: AgentServer, params: rpc.SessionParams) -> rpc.ResumeResult:
     done = await server.sessions().resume(params.session_id)
-    return rpc.ResumeResult(done.session_id, done.head, done.turns)
+    return rpc.ResumeResult(done.session_id, done.head, done.turns, done.total_cost)
 
 
 @handles(methods.HISTORY)

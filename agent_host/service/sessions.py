@@ -70,6 +70,8 @@ class Resumed:
     session_id: str
     head: int
     turns: int
+    total_cost: float | None = None
+    """The session's cost so far (USD; None: a model's cost is unknown)."""
 
 
 @attrs.define
@@ -322,7 +324,7 @@ class SessionService:
         """The session, ready for its next turn (an interrupted restore finished)."""
         handle = await self.handle(session_id, cwd=cwd)
         state = await handle.resume()
-        return Resumed(handle.session_id, state.head, state.turns)
+        return Resumed(handle.session_id, state.head, state.turns, state.cost)
 
     async def load(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None

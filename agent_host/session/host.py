@@ -6,7 +6,8 @@ settings -- and a small registry of the session handles it holds
 and turn lease). Its "current session" is one of them: calls that name no session
 are about it. It offers the session semantics users know from Claude Code, Codex
 and the OpenAI Agents SDK: resume, list, checkpoints, restore and undo,
-compaction, and the SDK's ``get_items / add_items / pop_item / clear_session``.
+compaction, and the SDK's ``get_items / add_items / pop_item / clear_session``
+(those calls about one session are in host_sessions.py).
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .approval import Approval, PermissionCallback, check_approval
-from .checkpoints import Checkpoint
-from .compaction import CompactResult
 from .environment import EnvironmentPolicy, as_policy
-from .errors import CapabilityUnsupported, HostClosed, InvalidArgument
+from .errors import CapabilityUnsupported, HostClosed
 from .handle import SessionHandle
+from .host_sessions import SessionCalls
 from .model import ModelProvider
 from .op_queue import Wait
 from .pricing import price_of
@@ -36,13 +36,9 @@ from .resources import HostResources, McpConfigs
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from .store.adapted import as_checkpointer
-from .streaming import UpdateStream, tap
-from .turn import TurnResult
+from .streaming import tap
 from .workspace import DiskWorkspace, Workspace
 from .workspace.processes import CommandProcesses
-
-if TYPE_CHECKING:
-    from .restore import RestoreResult, UndoResult
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +48,7 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
 
 
-class AgentHost:
+class AgentHost(SessionCalls):
     def __init__(
         self,
         store: str | os.PathLike[str] | Checkpointer | None = None,
@@ -244,140 +240,6 @@ class AgentHost:
             await handle.close()
         else:
             await self._resources.forget(sid)
-
-    async def history(self, session_id: str | None = None, limit: int | None = None) -> list[dict]:
-        """The session as the model sees it, in OpenAI chat format."""
-        return await self.handle(session_id).history(limit)
-
-    async def session_cost(self, session_id: str | None = None) -> float | None:
-        """Money spent in the session so far (USD); None when a model's cost is unknown."""
-        return await self.handle(session_id).session_cost()
-
-    async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        """The prompts to restore to; a command's changes a crash kept from the log
-        are logged first (unless a turn holds the session: then they may be a
-        command's that is running)."""
-        self._require_persistence("list_checkpoints")
-        return await self.handle(session_id).list_checkpoints()
-
-    # -- turns
-
-    async def send(
-        self,
-        prompt: str,
-        session_id: str | None = None,
-        model: str | None = None,
-        context: list[dict[str, Any]] | None = None,
-        *,
-        wait: Wait = False,
-    ) -> TurnResult:
-        """Run one turn. A second send to a session with a turn running raises
-        TurnInProgress, unless ``wait`` (True: wait its turn; seconds: at most that).
-
-        ``model`` overrides, for this turn, the model the session was started with;
-        ``context`` (``{"text", "uri"?}`` each) is logged beside the prompt.
-        """
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidArgument("prompt must be a non-empty string")
-        return await self.handle(session_id).send(prompt, model=model, context=context, wait=wait)
-
-    def stream(
-        self,
-        prompt: str,
-        session_id: str | None = None,
-        model: str | None = None,
-        context: list[dict[str, Any]] | None = None,
-        *,
-        wait: Wait = False,
-    ) -> UpdateStream[TurnResult]:
-        """One turn as a stream (see streaming.py): ``async for update in
-        host.stream(prompt)`` yields what ``on_event`` is told of the turn, in
-        order, and its TurnResult last; leaving early (``aclose()``, ``async
-        with``) cancels the turn. ``await`` it for the TurnResult alone."""
-        handle = self.handle(session_id)
-        return UpdateStream(
-            handle.session_id,
-            lambda: handle.send(prompt, model=model, context=context, wait=wait),
-        )
-
-    async def cancel(self, session_id: str | None = None) -> bool:
-        """Cancel the running turn; its send returns with stop_reason "cancelled"."""
-        handle = self._handles.get(self._sid(session_id))
-        return await handle.cancel() if handle is not None else False
-
-    # -- restore
-
-    async def restore(
-        self,
-        session_id: str,
-        seq: int,
-        files: bool = True,
-        conversation: bool = True,
-        *,
-        force: bool = False,
-        wait: Wait = False,
-    ) -> RestoreResult:
-        """Return to the moment just before the prompt at ``seq`` (undoable).
-
-        Files changed since the session last wrote them are left and reported as
-        ``conflicts``, unless ``force``."""
-        self._require_persistence("restore")
-        handle = self.handle(check_session_id(session_id))
-        result = await handle.restore(seq, files, conversation, force=force, wait=wait)
-        self.session_id = handle.session_id  # as LiteAgent's: the session becomes current
-        return result
-
-    async def undo_restore(
-        self, session_id: str | None = None, *, force: bool = False, wait: Wait = False
-    ) -> UndoResult:
-        """Undo the last restore: files and conversation as they were before it.
-
-        Files changed since the restore wrote them are left and reported as
-        ``conflicts``, unless ``force``."""
-        self._require_persistence("undo_restore")
-        handle = self.handle(session_id)
-        result = await handle.undo_restore(force=force, wait=wait)
-        self.session_id = handle.session_id
-        return result
-
-    # -- compaction
-
-    def compact(
-        self, instructions: str | None = None, session_id: str | None = None, *, wait: Wait = False
-    ) -> UpdateStream[CompactResult]:
-        """Summarise the older part of the conversation; atomic if the model fails.
-        ``await`` it for the CompactResult (``before``, ``after``: tokens), or
-        ``async for`` it: its CompactionProgress (and ModelWait), the result last."""
-        self._require_persistence("compact")
-        handle = self.handle(session_id)
-        return UpdateStream(handle.session_id, lambda: handle.compact(instructions, wait=wait))
-
-    # -- the OpenAI Agents SDK's Session protocol (agent_host.agents wraps it)
-
-    async def get_items(
-        self, limit: int | None = None, *, session_id: str | None = None
-    ) -> list[dict]:
-        """The session's Responses API items, as the SDK's ``SQLiteSession`` returns
-        them: the latest ``limit`` (None or negative: all), items the SDK stored
-        verbatim, our own turns' events as the items the SDK stores for them."""
-        return await self.handle(session_id).get_items(limit)
-
-    async def add_items(
-        self, items: list[dict], *, session_id: str | None = None, wait: Wait = False
-    ) -> None:
-        """Append Responses API items (chat-completions messages are taken too, as the
-        Responses items they stand for), all in one atomic append."""
-        await self.handle(session_id).add_items(items, wait=wait)
-
-    async def pop_item(self, *, session_id: str | None = None, wait: Wait = False) -> dict | None:
-        """Remove and return the latest item, exactly it: the log is cut back to the
-        event it came from (the cut stays in the store's truncations)."""
-        return await self.handle(session_id).pop_item(wait=wait)
-
-    async def clear_session(self, *, session_id: str | None = None, wait: Wait = False) -> None:
-        """Empty the session: its items go (retrievable in the store's truncations);
-        it stays listed, with its folder, model and title."""
-        await self.handle(session_id).clear(wait=wait)
 
     async def close(self) -> None:
         """Cancel running turns (each closes its log), then release the model and store.

@@ -92,14 +92,23 @@ def test_checkpoints_listed_with_their_files(edited):
     assert checkpoint["seq"] == edited["send_result"]["checkpoint"]
     assert checkpoint["prompt"] == "make x two"
     assert checkpoint["files"] == ["a.py"]
-    assert edited["quickfix"] == [{"file": "a.py", "text": "checkpoint #2: make x two"}]
+    # the entry goes to the changed line (the edit is on line 1 here)
+    assert edited["quickfix"] == [{"file": "a.py", "lnum": 1, "text": "checkpoint 1: make x two"}]
 
 
 def test_restore_brings_back_unsaved_text_and_the_file_bytes(edited):
     picked = [q for q in edited["questions"] if q["kind"] == "agent_host.checkpoint"]
-    assert picked and picked[0]["items"][0].startswith("#2 ")
+    assert picked and picked[0]["items"][0].startswith("1 · make x two  ")
     modes = [q for q in edited["questions"] if q["kind"] == "agent_host.restore_mode"]
     assert modes[0]["items"] == ["files and conversation", "files only", "conversation only"]
+    # the preview float came first and listed the file (confirmed with <CR>)
+    preview = edited["preview"]
+    assert preview["float"] is True
+    assert preview["lines"][0] == "Restore to just before 1 · make x two (files and conversation)"
+    # the disk holds "x = 2" and the saved note; the restore writes "x = 1" back
+    assert [line for line in preview["lines"] if line.startswith("[x] ")] == [
+        "[x] modified a.py (+1 −2)"
+    ]
     assert edited["restore_result"]["restoredFiles"] == ["a.py"]
     assert edited["restore_result"]["unrevertedBuffers"] == []
     assert edited["after_restore_disk"] == ORIGINAL

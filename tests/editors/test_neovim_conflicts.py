@@ -34,14 +34,13 @@ def _warnings(step):
 
 def test_restore_leaves_the_users_edit_and_says_how_to_overwrite_it(conflicts):
     assert conflicts["after_send"] == {"a": "x = 2\n", "b": "y = 2\n", "lines": ["x = 2"]}
-    seq = conflicts["seq"]
     step = conflicts["restored"]
     assert step["result"]["conflicts"] == ["a.py"]
     assert step["result"]["restoredFiles"] == ["b.py"]
     assert (step["a"], step["b"]) == (MINE, "y = 1\n")
     assert step["lines"] == ["x = 3  # mine"] and step["modified"] is False
     conflict = "1 file changed since the agent last wrote it and was left as it is: a.py"
-    hint = f"to overwrite it: :AgentUndoRestore, then :AgentRestore! {seq} both"
+    hint = "to overwrite it: :AgentUndoRestore, then :AgentRestore! 1 both"
     assert f"  ! {conflict}\n    {hint}" in step["chat"]
     assert _warnings(step) == [f"agent-host: {conflict}\n    {hint}"]
 
@@ -55,8 +54,10 @@ def test_undo_then_restore_bang_overwrites_it(conflicts):
     assert sorted(forced["result"]["restoredFiles"]) == ["a.py", "b.py"]
     assert (forced["a"], forced["b"]) == ("x = 1\n", "y = 1\n")
     assert forced["lines"] == ["x = 1"] and forced["modified"] is False
-    seq = conflicts["seq"]
-    done = f"⟲ restored to #{seq} (files and conversation, overwriting changed files): 2 files"
+    done = (
+        "⟲ restored to just before 1 (files and conversation, overwriting changed files):"
+        " 2 files (a.py, b.py), 3 messages removed"
+    )
     assert done in forced["chat"]
     assert _warnings(forced) == []
 
@@ -75,12 +76,12 @@ def test_undo_leaves_a_file_changed_since_the_restore_and_brings_back_the_users_
 
 def test_command_changed_and_not_captured_paths_are_marked(conflicts):
     assert conflicts["label"] == (
-        "#4  2026-01-01 10:00  run the generator "
+        "2 · run the generator  2026-01-01 10:00 "
         "[a.py; by commands: gen.txt; not captured: node_modules/x.js]"
     )
     notes = conflicts["not_captured_notes"]
     assert [n["text"] for n in notes] == [
-        "⟲ restored to #4 (files only): 1 file (gen.txt), 0 events",
+        "⟲ restored to just before 2 (files only): 1 file (gen.txt)",
         "  · 2 paths changed through commands but were not captured (ignored, or over the size"
         " cap), so they were not restored: node_modules/x.js, big.bin",
     ]

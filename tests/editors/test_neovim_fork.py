@@ -35,8 +35,8 @@ def test_fork_picks_a_checkpoint_or_the_whole_conversation(forked):
     first = pickers[0]
     assert first["prompt"] == "agent-host: fork with the conversation before"
     assert [i.split("  ")[0] for i in first["items"]] == [
-        "#2",
-        f"#{forked['second_checkpoint']}",
+        "1 · first question",
+        "2 · second question",
         "whole conversation",
     ]
     assert "first question" in first["items"][0] and "second question" in first["items"][1]
@@ -55,7 +55,7 @@ def test_the_fork_from_a_checkpoint_is_current_with_the_conversation_before_it(f
     assert "## You\nfirst question" in chat and "Answer 1." in chat
     assert "second question" not in chat
     assert forked["fork1_message"] == (
-        f"agent-host: forked {source} (before #{forked['second_checkpoint']}) into {fork1}"
+        f"agent-host: forked {source} (before checkpoint 2) into {fork1}"
     )
     # the next prompt went to the fork
     assert forked["fork1_turn_session"] == fork1
@@ -76,10 +76,11 @@ def test_the_whole_fork_has_all_of_it(forked):
 
 
 def test_a_fork_at_no_checkpoint_is_an_error_and_the_session_stays(forked):
-    assert forked["bad_fork_message"].startswith("agent-host: session/fork failed: ")
-    assert "999" in forked["bad_fork_message"]
+    # the command takes a checkpoint's number as listed; there is no 999th
+    message = "agent-host: no checkpoint 999 (:AgentCheckpoints lists them)"
+    assert forked["bad_fork_message"] == message
     assert forked["bad_fork_session"] == forked["fork2"]
-    assert forked["usage_message"] == "agent-host: usage: :AgentFork [seq|all]"
+    assert forked["usage_message"] == "agent-host: usage: :AgentFork [N|all]"
 
 
 def test_close_clears_the_chat_and_the_next_prompt_starts_a_new_session(forked):

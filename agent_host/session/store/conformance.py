@@ -507,8 +507,11 @@ async def test_a_lease_held_by_another_process_refuses_and_dies_with_it(backend)
     finally:
         holder.kill()  # a crash, not a clean release
         holder.wait(timeout=10)
-    async with backend.open().turn_lease("s1"):
-        pass
+    try:
+        async with backend.open().turn_lease("s1"):
+            pass
+    finally:
+        await backend.close_all()  # a server store's connections, in this test's loop
 
 
 async def test_a_waiting_taker_gets_the_lease_once_it_is_released(store: Checkpointer) -> None:
@@ -593,6 +596,7 @@ async def test_a_lease_held_by_another_process_is_waited_for(backend):
     finally:
         holder.kill()
         holder.wait(timeout=10)
+        await backend.close_all()
 
 
 async def _hold_briefly(store: Checkpointer, wait: bool | float) -> None:

@@ -57,6 +57,10 @@ _BUILTIN: dict[str, Scheme] = {
         "sqlalchemy",
         "postgresql+asyncpg://user@host/db",
     ),
+    "mysql+aiomysql": Scheme(
+        "agent_host.session.store.sqla", "open_url", "sqlalchemy", "mysql+aiomysql://user@host/db"
+    ),
+    "mariadb+aiomysql": Scheme("agent_host.session.store.sqla", "open_url", "sqlalchemy"),
 }
 _schemes = dict(_BUILTIN)
 
@@ -95,8 +99,9 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Checkpointer:
     SQLite's in-memory database), ``sqlite:///x.db``,
     ``sqlite:///:memory:`` (an in-memory database of this store's own), ``memory:``,
     ``postgresql://user@host/db`` (libpq's URL or environment: ``pip install
-    'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` (relative; four slashes: absolute) or
-    ``postgresql+asyncpg://user@host/db`` (``pip install 'agent-host[sqlalchemy]'``),
+    'agent-host[postgres]'``), ``sqlite+aiosqlite:///x.db`` (relative; four slashes: absolute),
+    ``postgresql+asyncpg://user@host/db`` or ``mysql+aiomysql://user@host/db``
+    (``mariadb+aiomysql://`` too; ``pip install 'agent-host[sqlalchemy]'``),
     or an SQLAlchemy AsyncEngine (the app's own: left open by the store's close).
 
     None means :func:`default_store_url`. ``open_store(store.url)`` opens ``store``

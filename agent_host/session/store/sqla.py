@@ -1,6 +1,6 @@
 """Sessions in a database SQLAlchemy's async Core reaches: an app's own engine, or a
-``sqlite+aiosqlite://`` / ``postgresql+asyncpg://`` URL (``pip install
-'agent-host[sqlalchemy]'``).
+``sqlite+aiosqlite://``, ``postgresql+asyncpg://``, ``mysql+aiomysql://`` or
+``mariadb+aiomysql://`` URL (``pip install 'agent-host[sqlalchemy]'``).
 
 The counterpart of the OpenAI Agents SDK's ``SQLAlchemySession``: an app hands over
 the engine it already has (``SqlAlchemyCheckpointer(engine)``), or a URL
@@ -14,7 +14,11 @@ the events -- the ``(session_id, seq)`` primary key makes a duplicate seq imposs
 IMMEDIATE``: writers in several processes queue on SQLite's lock instead of failing
 on a read lock they cannot upgrade. Blobs are a table (sqla_blobs); turn leases are
 what a crash releases (sqla_leases). Resume snapshots are not kept: every resume
-folds the log (always correct, only slower). MySQL is not supported yet.
+folds the log (always correct, only slower).
+
+On MySQL and MariaDB (InnoDB) the store's connections read committed data (READ
+COMMITTED, as PostgreSQL does by default): REPEATABLE READ's gap locks would make
+two writers creating one session deadlock instead of queueing on its row.
 
 Only SQLAlchemy and the driver are imported, on first use of this module: the
 registry imports it when a URL of its schemes is opened.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -41,12 +46,13 @@ from ..errors import SessionNotFound, StoreUnavailable, UnsupportedStore
 from .base import ListCursor, SessionInfo, StoreBase, Truncation, check_events, check_session_id
 from .sqla_blobs import SqlAlchemyBlobStore
 from .sqla_leases import lease_for
-from .sqla_schema import Tables, migrate
+from .sqla_schema import MYSQL, Tables, migrate
 from .summary import Summary, summarize
 
-DIALECTS = ("sqlite", "postgresql")
+DIALECTS = ("sqlite", "postgresql", *MYSQL)
 BUSY_TIMEOUT = 30.0
 """Seconds an SQLite writer waits for another process's write transaction."""
+READ_COMMITTED = "READ COMMITTED"
 
 
 class SqlAlchemyCheckpointer(StoreBase):
@@ -71,11 +77,14 @@ class SqlAlchemyCheckpointer(StoreBase):
         dialect = engine.dialect.name
         if dialect not in DIALECTS:
             raise UnsupportedStore(
-                f"the SQLAlchemy store runs on SQLite (sqlite+aiosqlite://) and PostgreSQL "
-                f"(postgresql+asyncpg://), not {dialect}"
+                f"the SQLAlchemy store runs on SQLite (sqlite+aiosqlite://), PostgreSQL "
+                f"(postgresql+asyncpg://) and MySQL/MariaDB (mysql+aiomysql://), not {dialect}"
             )
         if schema is not None and dialect != "postgresql":
             raise UnsupportedStore("schema= is for PostgreSQL only")
+        self._mysql = dialect in MYSQL
+        if self._mysql and not _owned:  # the app's engine, read committed for this store
+            engine = engine.execution_options(isolation_level=READ_COMMITTED)
         self.engine = engine
         self._owned = _owned
         self._create = create_tables
@@ -106,8 +115,15 @@ class SqlAlchemyCheckpointer(StoreBase):
         if isinstance(schema, tuple):
             schema = schema[-1]
         parsed = parsed.difference_update_query(["schema"])
-        if parsed.get_backend_name() == "sqlite":
+        backend = parsed.get_backend_name()
+        if backend == "sqlite":
             engine_options.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT)
+        elif backend in MYSQL:
+            if "charset" not in parsed.query:  # titles and ids in any script
+                engine_options.setdefault("connect_args", {}).setdefault("charset", "utf8mb4")
+            engine_options.setdefault("isolation_level", READ_COMMITTED)
+            # The server closes idle connections (wait_timeout): never hand out a dead one.
+            engine_options.setdefault("pool_pre_ping", True)
         try:
             engine = create_async_engine(parsed, **engine_options)
         except Exception as exc:  # a driver not installed, not async, a bad URL
@@ -236,20 +252,23 @@ class SqlAlchemyCheckpointer(StoreBase):
         created, updated, title, turns, head, workspace = row
         return Summary(created, updated, title, turns, head, workspace, prompts=None)
 
+    def _insert(self, table: Any) -> Any:
+        """The dialect's own INSERT, which has its upsert clause."""
+        name = "mysql" if self._mysql else self.engine.dialect.name
+        return importlib.import_module(f"sqlalchemy.dialects.{name}").insert(table)
+
     def _insert_ignore(self, table: Any) -> Any:
-        if self._sqlite:
-            from sqlalchemy.dialects.sqlite import insert as upsert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as upsert  # type: ignore[assignment]
-        return upsert(table).on_conflict_do_nothing()
+        statement = self._insert(table)
+        if self._mysql:  # not INSERT IGNORE, which also makes other errors warnings
+            first = next(iter(table.primary_key.columns))
+            return statement.on_duplicate_key_update({first.name: first})
+        return statement.on_conflict_do_nothing()
 
     def upsert(self, table: Any, key: list[str], keep: list[str]) -> Any:
         """An insert that, on a row with the same ``key`` columns, sets ``keep``."""
-        if self._sqlite:
-            from sqlalchemy.dialects.sqlite import insert as upsert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as upsert  # type: ignore[assignment]
-        statement = upsert(table)
+        statement = self._insert(table)
+        if self._mysql:  # the key is the table's primary key
+            return statement.on_duplicate_key_update({c: statement.inserted[c] for c in keep})
         return statement.on_conflict_do_update(
             index_elements=key, set_={c: statement.excluded[c] for c in keep}
         )
@@ -403,7 +422,8 @@ def _hidden(url: str) -> str:
 
 
 def open_url(text: str, parts: SplitResult) -> SqlAlchemyCheckpointer:
-    """The store for a ``sqlite+aiosqlite:`` or ``postgresql+asyncpg:`` URL (see open_store)."""
+    """The store for a ``sqlite+aiosqlite:``, ``postgresql+asyncpg:``, ``mysql+aiomysql:``
+    or ``mariadb+aiomysql:`` URL (see open_store)."""
     return SqlAlchemyCheckpointer.from_url(text)
 
 

@@ -57,6 +57,9 @@ local function run(command, what)
   local count = #results
   local notes = #notified
   vim.cmd(command)
+  if command:match("^AgentRestore") then
+    H.in_preview("<CR>")
+  end
   H.wait(what, 15000, function()
     return #results > count
   end)
@@ -71,9 +74,9 @@ local function run(command, what)
   }
 end
 
-H.record("restored", run(("AgentRestore %d both"):format(seq), "the restore"))
+H.record("restored", run("AgentRestore 1 both", "the restore"))
 H.record("undone", run("AgentUndoRestore", "the undo"))
-H.record("forced", run(("AgentRestore! %d both"):format(seq), "the forced restore"))
+H.record("forced", run("AgentRestore! 1 both", "the forced restore"))
 -- b.py changed after the forced restore wrote it: the undo leaves it
 H.write(cfg.root .. "/b.py", "y = 5  # mine\n")
 H.record("undone_again", run("AgentUndoRestore", "the second undo"))
@@ -82,17 +85,18 @@ H.record("undone_again", run("AgentUndoRestore", "the second undo"))
 local checkpoints = require("agent_host.checkpoints")
 H.record("label", checkpoints.checkpoint_label({
   seq = 4,
+  ordinal = 2,
   prompt = "run the generator",
   createdAt = "2026-01-01T10:00:00Z",
   files = { "a.py", "gen.txt" },
   fromCommands = { "gen.txt" },
   notCaptured = { "node_modules/x.js" },
 }))
-H.record("not_captured_notes", checkpoints.restore_notes("restored to #4 (files only)", {
+H.record("not_captured_notes", checkpoints.restore_notes("restored to just before 2 (files only)", {
   restoredFiles = { "gen.txt" },
   removedEvents = 0,
   unrevertedBuffers = {},
   conflicts = {},
   notCaptured = { "node_modules/x.js", "big.bin" },
-}, "removedEvents", "the agent last wrote", "unused"))
+}, "the agent last wrote", "unused"))
 H.done()

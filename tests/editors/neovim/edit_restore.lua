@@ -84,7 +84,7 @@ H.wait("the checkpoints", 10000, function()
 end)
 H.record("checkpoints", checkpoints)
 H.record("quickfix", vim.tbl_map(function(e)
-  return { file = vim.fn.bufname(e.bufnr), text = e.text }
+  return { file = vim.fn.bufname(e.bufnr), lnum = e.lnum, text = e.text }
 end, vim.fn.getqflist()))
 
 local restored
@@ -102,6 +102,7 @@ agent.restore = function(seq, mode, on_done)
   end)
 end
 vim.cmd("AgentRestore")
+H.in_preview("<CR>", "preview")
 H.wait("the restore", 15000, function()
   return restored ~= nil
 end)

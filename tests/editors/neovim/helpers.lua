@@ -152,6 +152,25 @@ function H.chat_text()
   return table.concat(H.lines(inst.chat_buf), "\n")
 end
 
+--- Wait for the restore preview float, record what it shows under `key`
+--- (when given), then type `keys` in it (default <CR>: restore the ticked files).
+function H.in_preview(keys, key)
+  local preview = require("agent_host.preview")
+  H.wait("the restore preview", 15000, function()
+    return preview.showing ~= nil and vim.api.nvim_get_current_win() == preview.showing.win
+  end)
+  local view = preview.showing
+  if key then
+    H.record(key, {
+      lines = H.lines(view.buf),
+      files = view.files,
+      float = vim.api.nvim_win_get_config(view.win).relative ~= "",
+    })
+  end
+  vim.api.nvim_feedkeys(vim.keycode(keys or "<CR>"), "mx", false)
+  return view
+end
+
 --- Stop the servers and wait (bounded) for them to exit.
 function H.stop()
   require("agent_host").stop()

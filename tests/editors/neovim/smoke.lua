@@ -6,6 +6,7 @@ local cfg = H.cfg
 local commands = {
   "AgentSend", "AgentNew", "AgentSessions", "AgentCheckpoints", "AgentRestore",
   "AgentUndoRestore", "AgentCompact", "AgentCancel", "AgentHistory", "AgentChat", "AgentStop",
+  "AgentDiff", "AgentUndoFile",
 }
 local before = {}
 for _, name in ipairs(commands) do

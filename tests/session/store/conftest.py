@@ -1,6 +1,7 @@
 """The store suite runs on every shared backend (tests/conftest.py), on SQLite's
 in-memory database, which no other suite needs (it is the SQLite code on no file),
-and on the SQLAlchemy store over aiosqlite (file and memory) and asyncpg."""
+and on the SQLAlchemy store over aiosqlite (file and memory), asyncpg and aiomysql
+(MariaDB or MySQL)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ STORE_BACKENDS = [
     "sqla-sqlite",
     "sqla-sqlite-memory",
     "sqla-postgres",
+    "sqla-mysql",
 ]
 
 

@@ -3,6 +3,7 @@ database cannot be reached, and that agent-host starts without importing it."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -35,10 +36,58 @@ async def test_urls_and_an_engine_open_it(tmp_path):
         await engine.dispose()
 
 
-@pytest.mark.parametrize("url", ["mysql+aiomysql://u@h/db", "sqlite+pysqlite:///x.db"])
+@pytest.mark.parametrize("url", ["mssql+aioodbc://u@h/db", "sqlite+pysqlite:///x.db"])
 def test_what_it_does_not_run_on_is_refused(url):
     with pytest.raises(UnsupportedStore, match="sqlite\\+aiosqlite"):
         open_store(url)
+
+
+async def test_mysql_and_mariadb_urls_open_one_database(mysql_databases):
+    url = mysql_databases.create()  # mysql+aiomysql://
+    mysql = open_store(url)
+    mariadb = open_store(url.replace("mysql+aiomysql://", "mariadb+aiomysql://", 1))
+    assert isinstance(mariadb, SqlAlchemyCheckpointer)
+    try:
+        # Ids differing only in case or a trailing space are different sessions (the
+        # server's collations fold both), and a LONGBLOB holds what a BLOB cannot.
+        big = "x" * 100_000
+        for n, session_id in enumerate(["Ab", "ab", "ab ", "ab\u00e9"]):
+            await mysql.append(session_id, [UserPrompt(text=f"{n} {big}")])
+        assert [
+            e.text[:1] for sid in ["Ab", "ab", "ab ", "ab\u00e9"] for e in await mariadb.read(sid)
+        ] == [
+            "0",
+            "1",
+            "2",
+            "3",
+        ]
+        assert sorted(i.id for i in await mariadb.list()) == ["Ab", "ab", "ab ", "ab\u00e9"]
+        blob = await mariadb.blobs.put(big.encode() * 3)
+        assert await mysql.blobs.get(blob) == big.encode() * 3
+    finally:
+        await mysql.close()
+        await mariadb.close()
+
+
+@pytest.mark.parametrize("given", ["url", "engine"])
+async def test_writers_making_one_session_at_once_all_land_on_mysql(given, mysql_databases):
+    # Under InnoDB's REPEATABLE READ (the server's default, and an app engine's) the
+    # row locks of a new session deadlock some of these; the store reads committed.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = mysql_databases.create()
+    engine = create_async_engine(url) if given == "engine" else None
+    store = open_store(engine if engine is not None else url)  # type: ignore[arg-type]
+    try:
+        for n in range(4):
+            await asyncio.gather(
+                *(store.append(f"new{n}", [UserPrompt(text=str(i))]) for i in range(8))
+            )
+            assert sorted(e.text for e in await store.read(f"new{n}")) == list("01234567")
+    finally:
+        await store.close()
+        if engine is not None:
+            await engine.dispose()
 
 
 async def test_an_unreachable_server_is_store_unavailable_without_its_password():

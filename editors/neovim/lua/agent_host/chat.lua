@@ -4,6 +4,7 @@
 -- tool calls and their results, and the turn's cost.
 local compat = require("agent_host.compat")
 local config = require("agent_host.config")
+local chat_lines = require("agent_host.chat_lines")
 local permission = require("agent_host.permission")
 
 local M = {}
@@ -30,6 +31,18 @@ function M.buffer(inst)
   vim.b[buf].agent_host_root = inst.root
   vim.bo[buf].filetype = "agent-host"
   inst.chat_buf = buf
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    desc = "agent-host: fold tool outputs in chat windows",
+    callback = function()
+      chat_lines.window_options(vim.api.nvim_get_current_win())
+    end,
+  })
+  for _, key in ipairs(chat_lines.KEYS) do
+    vim.keymap.set("n", key, function()
+      chat_lines.activate(inst, key)
+    end, { buffer = buf, desc = "agent-host: this line's action (<CR>: its diff or output, U: undo the file)" })
+  end
   return buf
 end
 
@@ -52,6 +65,9 @@ local function size(value, total)
   end
   return math.floor(value)
 end
+
+--- Give chat line `row` (0-based) actions {[key] = fn} (see chat_lines).
+M.set_action = chat_lines.set_action
 
 --- Show the chat (in a split) without leaving the current window unless
 --- `focus`.
@@ -87,6 +103,7 @@ function M.open(inst, focus)
       return nil
     end
     win = opened
+    chat_lines.window_options(win)
     vim.wo[win].wrap = true
     vim.wo[win].linebreak = true
     vim.wo[win].number = false
@@ -164,11 +181,13 @@ function M.append_text(inst, text)
 end
 
 --- Append whole lines, starting on a new line; `hl` highlights them.
+--- Returns the (0-based) row of the first.
 function M.append_lines(inst, lines, hl)
   if type(lines) == "string" then
     lines = vim.split(lines, "\n", { plain = true })
   end
   inst._streaming = false
+  local row
   edit(inst, function(buf)
     local first
     if is_empty(buf) then
@@ -192,7 +211,9 @@ function M.append_lines(inst, lines, hl)
         end
       end
     end
+    row = first
   end)
+  return row
 end
 
 --- Start a block after a blank line.
@@ -212,6 +233,7 @@ end
 function M.clear(inst, title)
   edit(inst, function(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    chat_lines.clear_actions(inst)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "" })
   end)
   if title then
@@ -219,16 +241,29 @@ function M.clear(inst, title)
   end
 end
 
+--- The first line of `text` (at most `max` characters) and all its lines.
 local function first_line(text, max)
   text = tostring(text or "")
   local lines = vim.split(text, "\n", { plain = true, trimempty = true })
-  local line = lines[1] or ""
-  line = compat.truncate(line, max)
+  local line = compat.truncate(lines[1] or "", max)
   if #lines > 1 then
     line = ("%s (+%d lines)"):format(line, #lines - 1)
   end
-  return line
+  return line, lines
 end
+
+--- A summary line, and when it does not show all of the output, the whole
+--- output under it, which the chat window folds (closed).
+local function output_block(inst, summary, lines, hl)
+  local block = { summary }
+  if #lines > 1 or (lines[1] and not vim.endswith(summary, lines[1])) then
+    for _, line in ipairs(lines) do
+      table.insert(block, chat_lines.OUTPUT_PREFIX .. line)
+    end
+  end
+  M.append_lines(inst, block, hl)
+end
+
 
 function M.prompt(inst, prompt, context)
   M.section(inst, { "## You" }, "AgentHostHeader")
@@ -241,13 +276,27 @@ function M.prompt(inst, prompt, context)
   M.section(inst, { "## Agent" }, "AgentHostHeader")
 end
 
+--- The output the engine gives a tool call that was not allowed.
+local DENIED = "Permission denied"
+
 function M.tool_call(inst, data)
+  if data.callId then
+    -- what its result names (a rejected call)
+    inst.calls = inst.calls or {}
+    inst.calls[data.callId] = data
+  end
   M.append_lines(inst, { "▸ " .. permission.describe(data.name or "?", data.arguments) }, "AgentHostTool")
 end
 
 function M.tool_result(inst, data)
+  local call = data.callId and inst.calls and inst.calls[data.callId]
+  local summary, lines = first_line(data.output, 100)
+  if data.isError and call and vim.startswith(lines[1] or "", DENIED) then
+    -- several calls of one tool may be waiting: say which one was refused
+    summary = "rejected: " .. permission.describe(call.name or "?", call.arguments)
+  end
   local mark = data.isError and "  ✗ " or "  ✓ "
-  M.append_lines(inst, { mark .. first_line(data.output, 100) }, data.isError and "AgentHostError" or "AgentHostOk")
+  output_block(inst, mark .. summary, lines, data.isError and "AgentHostError" or "AgentHostOk")
 end
 
 function M.note(inst, text, hl)
@@ -306,7 +355,8 @@ function M.history(inst, session_id, messages)
         M.tool_call(inst, { name = fn.name, arguments = ok and args or {} })
       end
     elseif message.role == "tool" then
-      M.append_lines(inst, { "  · " .. first_line(content, 100) }, "AgentHostNote")
+      local summary, lines = first_line(content, 100)
+      output_block(inst, "  · " .. summary, lines, "AgentHostNote")
     elseif message.role == "system" then
       M.section(inst, { "## Summary" }, "AgentHostHeader")
       M.append_lines(inst, vim.split(content, "\n", { plain = true }))

@@ -48,10 +48,20 @@ local function checkpoint_files(c)
   return #parts > 0 and (" [" .. table.concat(parts, "; ") .. "]") or ""
 end
 
+--- A checkpoint's number as users see it: 1 for the session's first prompt
+--- (its `ordinal`; before servers sent one, its place in the list).
+function M.number(c)
+  if type(c.ordinal) == "number" and c.ordinal > 0 then
+    return c.ordinal
+  end
+  return c._place or c.seq
+end
+
+--- "3 · add a test  2026-12-02 09:30 [a.py]".
 function M.checkpoint_label(c)
   local prompt = (c.prompt or ""):gsub("%s+", " ")
   prompt = compat.truncate(prompt, 60)
-  return ("#%d  %s  %s%s"):format(c.seq, (c.createdAt or ""):gsub("T", " "):sub(1, 16), prompt, checkpoint_files(c))
+  return ("%d · %s  %s%s"):format(M.number(c), prompt, (c.createdAt or ""):gsub("T", " "):sub(1, 16), checkpoint_files(c))
 end
 
 local function checkpoints(inst, fn)
@@ -59,12 +69,83 @@ local function checkpoints(inst, fn)
     if err then
       return fail("session/checkpoints")(err)
     end
-    fn(result.checkpoints or {})
+    local list = result.checkpoints or {}
+    for i, c in ipairs(list) do
+      c._place = i
+    end
+    fn(list)
   end)
 end
 
+--- The current session's checkpoints, oldest first: fn(list).
+M.list = checkpoints
+
+--- The checkpoint numbered `number` (as M.number) of the current session;
+--- fn(checkpoint), or a message when there is none.
+function M.find(inst, number, fn)
+  checkpoints(inst, function(list)
+    for _, c in ipairs(list) do
+      if M.number(c) == number then
+        return fn(c)
+      end
+    end
+    notify(("no checkpoint %d (:AgentCheckpoints lists them)"):format(number), vim.log.levels.ERROR)
+  end)
+end
+
+--- The first changed line of each file of each checkpoint's turn, from
+--- session/changes: fn({[seq] = {[path] = line}}). A turn whose changes
+--- can't be had (a server without session/changes) has none: line 1.
+local function changed_lines(inst, list, fn)
+  local diffs = require("agent_host.diffs")
+  local found, waiting = {}, 0
+  local function finish()
+    if waiting == 0 then
+      fn(found)
+    end
+  end
+  for _, c in ipairs(list) do
+    if #(c.files or {}) > 0 then
+      waiting = waiting + 1
+      diffs.changes(inst, { seq = c.seq }, function(files)
+        found[c.seq] = {}
+        for _, file in ipairs(files or {}) do
+          found[c.seq][file.path] = diffs.first_changed_line(file)
+        end
+        waiting = waiting - 1
+        finish()
+      end)
+    end
+  end
+  finish()
+end
+
+--- One quickfix item per file each checkpoint's turn changed, at its first
+--- changed line.
+local function quickfix_items(inst, list, lines_of)
+  local qf = {}
+  for _, c in ipairs(list) do
+    local by_command = {}
+    for _, file in ipairs(c.fromCommands or {}) do
+      by_command[file] = true
+    end
+    for _, file in ipairs(c.files or {}) do
+      table.insert(qf, {
+        filename = vim.fs.joinpath(inst.root, file),
+        lnum = (lines_of[c.seq] or {})[file] or 1,
+        text = ("checkpoint %d%s: %s"):format(
+          M.number(c),
+          by_command[file] and " (by a command)" or "",
+          (c.prompt or ""):gsub("%s+", " ")
+        ),
+      })
+    end
+  end
+  return qf
+end
+
 --- List the current session's checkpoints in the chat buffer and the
---- quickfix list (one entry per changed file).
+--- quickfix list (one entry per changed file, at its first changed line).
 function M.checkpoints(on_done)
   local inst = util.current()
   if not util.require_session(inst) then
@@ -72,34 +153,20 @@ function M.checkpoints(on_done)
   end
   checkpoints(inst, function(list)
     local lines = { ("Checkpoints of %s (:AgentRestore to go back to one):"):format(inst.session_id) }
-    local qf = {}
     for _, c in ipairs(list) do
       table.insert(lines, "  " .. M.checkpoint_label(c))
-      local by_command = {}
-      for _, file in ipairs(c.fromCommands or {}) do
-        by_command[file] = true
-      end
-      for _, file in ipairs(c.files or {}) do
-        table.insert(qf, {
-          filename = vim.fs.joinpath and vim.fs.joinpath(inst.root, file) or (inst.root .. "/" .. file),
-          lnum = 1,
-          text = ("checkpoint #%d%s: %s"):format(
-            c.seq,
-            by_command[file] and " (by a command)" or "",
-            (c.prompt or ""):gsub("%s+", " ")
-          ),
-        })
-      end
     end
     if #list == 0 then
       table.insert(lines, "  (none yet)")
     end
     chat.section(inst, lines, "AgentHostNote")
     chat.open(inst, false)
-    vim.fn.setqflist({}, " ", { title = "agent-host checkpoints", items = qf })
-    if on_done then
-      on_done(list)
-    end
+    changed_lines(inst, list, function(lines_of)
+      vim.fn.setqflist({}, " ", { title = "agent-host checkpoints", items = quickfix_items(inst, list, lines_of) })
+      if on_done then
+        on_done(list)
+      end
+    end)
   end)
 end
 
@@ -120,22 +187,24 @@ M.restore_modes = {
   conversation = { files = false, conversation = true, label = "conversation only" },
 }
 
+--- "1 file", "3 messages".
+function M.count(n, noun)
+  return ("%d %s%s"):format(n, noun, n == 1 and "" or "s")
+end
+
 --- The notes of a restore's or undo's result, as { text, hl, level } (level:
 --- for vim.notify): what it did, then the open buffers it could not bring back,
 --- the files it left as they are (conflicts; `hint` says how to overwrite them)
 --- and what commands changed that it could not put back (notCaptured).
-function M.restore_notes(verb, result, count_key, since, hint)
+function M.restore_notes(verb, result, since, hint, counted)
   local files = result.restoredFiles or {}
-  local count = result[count_key] or 0
   local notes = {
     {
-      text = ("⟲ %s: %d file%s%s, %d event%s"):format(
+      text = ("⟲ %s: %s%s%s"):format(
         verb,
-        #files,
-        #files == 1 and "" or "s",
+        M.count(#files, "file"),
         #files > 0 and (" (" .. list_paths(files) .. ")") or "",
-        count,
-        count == 1 and "" or "s"
+        counted and (", " .. counted) or ""
       ),
       hl = "AgentHostFooter",
       level = vim.log.levels.INFO,
@@ -185,7 +254,7 @@ function M.restore_notes(verb, result, count_key, since, hint)
   return notes
 end
 
-local function report(inst, notes)
+function M.report(inst, notes)
   for _, n in ipairs(notes) do
     chat.note(inst, n.text, n.hl)
     local text = n.text:gsub("^%s*[!·]%s*", "") -- the chat's markers, not the message's
@@ -195,9 +264,13 @@ end
 
 --- Restore to checkpoint `seq`; mode "both" | "files" | "conversation".
 --- opts.force: overwrite the files changed since the agent last wrote them
---- (without it they are left as they are and listed as conflicts).
+--- (without it they are left as they are and listed as conflicts);
+--- opts.paths: restore only these files (the others are left as they are);
+--- opts.label: the checkpoint's number, opts.messages: the messages the
+--- preview said it removes, for the notes.
 function M.restore(seq, mode, on_done, opts)
-  local force = opts and opts.force or false
+  opts = opts or {}
+  local force = opts.force or false
   local inst = util.current()
   if not util.require_session(inst) or not util.require_idle(inst, "restoring") then
     return
@@ -217,6 +290,7 @@ function M.restore(seq, mode, on_done, opts)
     files = m.files,
     conversation = m.conversation,
     force = force or nil, -- sent only when set
+    paths = opts.paths,
   }, function(err, result)
     inst.busy = nil
     inst.activity = nil
@@ -225,10 +299,13 @@ function M.restore(seq, mode, on_done, opts)
       return fail("session/restore")(err)
     end
     local function done()
-      local verb = ("restored to #%d (%s%s)"):format(seq, m.label, force and ", overwriting changed files" or "")
+      local label = opts.label or ("#" .. seq)
+      local verb = ("restored to just before %s (%s%s)"):format(label, m.label, force and ", overwriting changed files" or "")
       -- an undo is exact: undo, then the same restore with ! overwrites the conflicts
-      local hint = (":AgentUndoRestore, then :AgentRestore! %d %s"):format(seq, name)
-      report(inst, M.restore_notes(verb, result, "removedEvents", "the agent last wrote", hint))
+      local hint = (":AgentUndoRestore, then :AgentRestore! %s %s"):format(label, name)
+      local removed = result.messagesRemoved or opts.messages
+      local counted = type(removed) == "number" and M.count(removed, "message") .. " removed" or nil
+      M.report(inst, M.restore_notes(verb, result, "the agent last wrote", hint, counted))
       if on_done then
         on_done(result)
       end
@@ -241,35 +318,37 @@ function M.restore(seq, mode, on_done, opts)
   end)
 end
 
---- Pick a checkpoint, then what to restore, then restore (opts as for restore).
-function M.restore_pick(seq, mode, on_done, opts)
+--- Pick a checkpoint (unless `number`, a checkpoint's number as listed),
+--- then what to restore (unless `mode`), then preview the restore in a float
+--- where the files to restore are chosen (opts as for restore).
+function M.restore_pick(number, mode, on_done, opts)
+  opts = opts or {}
   local inst = util.current()
   if not util.require_session(inst) then
     return
   end
-  local function pick_mode(chosen)
+  local function pick_mode(c)
+    local preview_opts = vim.tbl_extend("force", opts, { label = M.number(c) })
     if mode then
-      return util.api().restore(chosen, mode, on_done, opts)
+      return util.api().preview(c.seq, mode, on_done, preview_opts)
     end
     local modes = { "both", "files", "conversation" }
     vim.ui.select(modes, {
-      prompt = ("agent-host: restore #%d%s"):format(chosen, opts and opts.force and ", overwriting changed files" or ""),
+      prompt = ("agent-host: restore to just before %d%s"):format(M.number(c), opts.force and ", overwriting changed files" or ""),
       kind = "agent_host.restore_mode",
       format_item = function(k)
         return util.api().restore_modes[k].label
       end,
     }, function(choice)
       if choice then
-        util.api().restore(chosen, choice, on_done, opts)
+        util.api().preview(c.seq, choice, on_done, preview_opts)
       end
     end)
   end
-  if seq then
-    return pick_mode(seq)
+  if number then
+    return M.find(inst, number, pick_mode)
   end
-  M.pick(inst, { prompt = "agent-host: restore to just before" }, function(choice)
-    pick_mode(choice.seq)
-  end)
+  M.pick(inst, { prompt = "agent-host: restore to just before" }, pick_mode)
 end
 
 --- Pick one of the current session's checkpoints with vim.ui.select (kind
@@ -311,7 +390,7 @@ function M.undo_restore(on_done)
     end
     refresh_history(inst, function()
       -- no hint: an undo puts back what the restore found, it has nothing to force
-      report(inst, M.restore_notes("restore undone", result, "restoredEvents", "the restore wrote"))
+      M.report(inst, M.restore_notes("restore undone", result, "the restore wrote"))
       if on_done then
         on_done(result)
       end

@@ -39,11 +39,20 @@ function M.create()
     agent().sessions(nil, { all = args.bang })
   end, { nargs = 0, bang = true, desc = "agent-host: resume a session of this workspace (! of every workspace)" })
   cmd("AgentFork", function(args)
-    local seq = args.fargs[1]
-    if seq and seq ~= "all" and not tonumber(seq) then
-      return vim.notify("agent-host: usage: :AgentFork [seq|all]", vim.log.levels.ERROR)
+    local n = args.fargs[1]
+    if n and n ~= "all" and not tonumber(n) then
+      return vim.notify("agent-host: usage: :AgentFork [N|all]", vim.log.levels.ERROR)
     end
-    agent().fork(seq == "all" and "all" or (seq and tonumber(seq)))
+    if n == nil or n == "all" then
+      return agent().fork(n)
+    end
+    local inst = agent().current()
+    if not require("agent_host.util").require_session(inst) then
+      return
+    end
+    require("agent_host.checkpoints").find(inst, tonumber(n), function(c)
+      agent().fork(c.seq, nil, tonumber(n))
+    end)
   end, {
     nargs = "?",
     complete = function(arglead)
@@ -58,16 +67,43 @@ function M.create()
     agent().checkpoints()
   end, { nargs = 0, desc = "agent-host: list the session's checkpoints" })
   cmd("AgentRestore", function(args)
-    local seq, mode = args.fargs[1], args.fargs[2]
-    if seq and not tonumber(seq) then
-      return vim.notify("agent-host: usage: :AgentRestore[!] [seq] [both|files|conversation]", vim.log.levels.ERROR)
+    local n, mode = args.fargs[1], args.fargs[2]
+    if n and not tonumber(n) then
+      return vim.notify("agent-host: usage: :AgentRestore[!] [N] [both|files|conversation]", vim.log.levels.ERROR)
     end
-    agent().restore_pick(seq and tonumber(seq), mode, nil, { force = args.bang })
+    agent().restore_pick(n and tonumber(n), mode, nil, { force = args.bang })
   end, {
     nargs = "*",
     bang = true,
     complete = complete_restore,
     desc = "agent-host: restore files and/or conversation to a checkpoint (! overwrites files changed since)",
+  })
+  cmd("AgentDiff", function(args)
+    local scope, n = args.fargs[1], args.fargs[2]
+    if (scope and scope ~= "turn" and scope ~= "checkpoint") or (n and not tonumber(n)) then
+      return vim.notify("agent-host: usage: :AgentDiff[!] [turn [N] | checkpoint N]", vim.log.levels.ERROR)
+    end
+    agent().diff(scope, n and tonumber(n), { quickfix = args.bang })
+  end, {
+    nargs = "*",
+    bang = true,
+    complete = function(arglead, cmdline)
+      if #vim.split(cmdline, "%s+", { trimempty = true }) > (arglead == "" and 1 or 2) then
+        return {}
+      end
+      return vim.tbl_filter(function(k)
+        return vim.startswith(k, arglead)
+      end, { "turn", "checkpoint" })
+    end,
+    desc = "agent-host: what the last turn (turn N, or everything since checkpoint N) changed: a diff tab per file (! hunks in quickfix)",
+  })
+  cmd("AgentUndoFile", function(args)
+    agent().undo_file(args.args, { force = args.bang })
+  end, {
+    nargs = "?",
+    bang = true,
+    complete = "file",
+    desc = "agent-host: undo the last turn's changes to a file (default: this buffer's); ! even if you changed it since",
   })
   cmd("AgentUndoRestore", function()
     agent().undo_restore()

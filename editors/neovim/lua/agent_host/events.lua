@@ -59,7 +59,11 @@ function M.on_event(inst, params)
       turn.ended = data.stopReason
     end
   elseif kind == "compaction_progress" then
-    chat.note(inst, ("… compaction %s%s"):format(data.stage or "", data.message and data.message ~= "" and (": " .. data.message) or ""))
+    -- its stages go to the statusline; the chat gets one line when it ends
+    if inst.busy and inst.busy.what == "compaction" and data.stage and data.stage ~= "done" then
+      inst.activity = "compacting: " .. tostring(data.stage)
+      client.changed()
+    end
   elseif kind == "mcp_server" and (data.state == "failed" or data.state == "restarted") then
     chat.note(inst, "! " .. tostring(data.message or data.server))
     vim.notify("agent-host: " .. tostring(data.message or data.server), vim.log.levels.WARN)
@@ -84,10 +88,10 @@ function M.handlers()
         chat.append_lines(target, { "? " .. permission.describe(params.tool or "?", params.arguments) }, "AgentHostAsk")
         client.changed()
       end
-    end, function(ctx, _, outcome)
+    end, function(ctx, params, outcome)
       local target = client.by_client(ctx.client_id)
       if target then
-        target.activity = outcome:match("^allow") and "tool" or "thinking"
+        target.activity = outcome:match("^allow") and ("tool " .. tostring(params.tool or "?")) or "thinking"
         chat.append_lines(target, { "  → " .. (permission.labels[outcome] or outcome) }, "AgentHostAsk")
         client.changed()
       end

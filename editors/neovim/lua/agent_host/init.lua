@@ -8,10 +8,16 @@
 --   agent_host.sessions     :AgentNew, :AgentHistory, :AgentSessions, :AgentFork,
 --                           :AgentClose, :AgentCompact
 --   agent_host.checkpoints  :AgentCheckpoints, :AgentRestore[!], :AgentUndoRestore
+--   agent_host.preview      the restore preview (:AgentRestore)
+--   agent_host.diffs        :AgentDiff[!], the changed files listed after a turn
+--   agent_host.revert       :AgentUndoFile[!]
 --   agent_host.status       the statusline text
 local checkpoints = require("agent_host.checkpoints")
 local client = require("agent_host.client")
 local config = require("agent_host.config")
+local diffs = require("agent_host.diffs")
+local preview = require("agent_host.preview")
+local revert = require("agent_host.revert")
 local sessions = require("agent_host.sessions")
 local status = require("agent_host.status")
 local turn = require("agent_host.turn")
@@ -50,6 +56,11 @@ M.checkpoints = checkpoints.checkpoints
 M.restore = checkpoints.restore
 M.restore_pick = checkpoints.restore_pick
 M.undo_restore = checkpoints.undo_restore
+M.preview = preview.preview
+M.undo_file = revert.undo_file
+
+-- diffs
+M.diff = diffs.diff
 
 -- status
 M.status = status.status

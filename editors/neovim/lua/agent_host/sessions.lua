@@ -58,28 +58,30 @@ function M.history(on_done)
   end)
 end
 
-local function session_label(s)
+--- A session as :AgentSessions lists it; `current` is the current session's id.
+local function session_label(s, current)
   local title = (s.title or ""):gsub("%s+", " ")
   title = compat.truncate(title, 60)
   if s.pending then
     return ("%s  (current, new: stored from its first prompt)  %s"):format(title ~= "" and title or "New session", s.sessionId)
   end
-  return ("%s  (%d turn%s, %s)  %s"):format(
+  return ("%s  (%d turn%s, %s%s)  %s"):format(
     title ~= "" and title or "(untitled)",
     s.turns or 0,
     s.turns == 1 and "" or "s",
     (s.updatedAt or ""):gsub("T", " "):sub(1, 16),
+    s.sessionId == current and ", current" or "",
     s.sessionId
   )
 end
 
 --- The label with the folder the session was started in (when listing them all).
-local function session_label_with_workspace(s)
+local function session_label_with_workspace(s, current)
   local folder = "folder unknown"
   if type(s.workspace) == "string" and s.workspace ~= "" then
     folder = vim.fn.fnamemodify(s.workspace, ":~")
   end
-  return ("%s  [%s]"):format(session_label(s), folder)
+  return ("%s  [%s]"):format(session_label(s, current), folder)
 end
 
 --- Make `session_id` the current session (session/resume) and show its
@@ -90,7 +92,12 @@ local function switch_to(inst, session_id, message, on_done)
       return fail("session/resume")(err)
     end
     inst.session_id = result.sessionId
-    inst.total_cost = nil
+    -- the session's cost so far; a null one is unknown (nil: no turn yet)
+    if type(result.totalCost) == "number" then
+      inst.total_cost = result.totalCost
+    else
+      inst.total_cost = (result.turns or 0) > 0 and false or nil
+    end
     client.changed()
     notify(message(result))
     util.api().history(function()
@@ -118,14 +125,15 @@ M.WHOLE = "whole conversation"
 --- before checkpoint `seq`, or all of it (seq "all"); nil: pick one of the
 --- checkpoints or the whole conversation. The fork becomes the current
 --- session and its conversation is shown; the source is left as it is.
---- on_done gets session/fork's result ({sessionId}).
-function M.fork(seq, on_done)
+--- on_done gets session/fork's result ({sessionId}); `number` is the
+--- checkpoint's number as listed, for the message.
+function M.fork(seq, on_done, number)
   local inst = util.current()
   if not util.require_session(inst) or not util.require_idle(inst, "forking") then
     return
   end
   local source = inst.session_id
-  local function fork(at)
+  local function fork(at, n)
     local params = { sessionId = source }
     if at ~= "all" then
       params.seq = at
@@ -134,7 +142,8 @@ function M.fork(seq, on_done)
       if err then
         return fail("session/fork")(err)
       end
-      local where = at == "all" and "the whole conversation" or ("before #%d"):format(at)
+      local where = at == "all" and "the whole conversation"
+        or (n and ("before checkpoint %d"):format(n) or ("before the checkpoint at seq %d"):format(at))
       switch_to(inst, result.sessionId, function()
         return ("forked %s (%s) into %s"):format(source, where, result.sessionId)
       end, function()
@@ -145,10 +154,13 @@ function M.fork(seq, on_done)
     end)
   end
   if seq ~= nil then
-    return fork(seq)
+    return fork(seq, number)
   end
   checkpoints.pick(inst, { prompt = "agent-host: fork with the conversation before", extra = { M.WHOLE } }, function(choice)
-    fork(choice == M.WHOLE and "all" or choice.seq)
+    if choice == M.WHOLE then
+      return fork("all")
+    end
+    fork(choice.seq, checkpoints.number(choice))
   end)
 end
 
@@ -239,7 +251,9 @@ function M.sessions(on_done, opts)
     vim.ui.select(sessions, {
       prompt = ("agent-host: resume session (%s)"):format(all and "every workspace" or here),
       kind = "agent_host.session",
-      format_item = all and session_label_with_workspace or session_label,
+      format_item = function(s)
+        return (all and session_label_with_workspace or session_label)(s, inst.session_id)
+      end,
     }, function(choice)
       if choice and choice.pending then
         chat.open(inst, false) -- already the current session

@@ -73,6 +73,7 @@ function M.send(prompt, opts)
   end
   local turn = { prompt = prompt, started = vim.uv.now(), phase = "starting" }
   inst.turn = turn
+  inst.calls = {}
   inst.activity = "starting"
   client.changed()
   if config.options.chat.open_on_send ~= false then
@@ -109,8 +110,8 @@ function M.send(prompt, opts)
       if inst.turn ~= turn then
         return -- abandoned by :AgentCancel; cleaned up then
       end
-      client.finish_turn(inst, turn)
       if err then
+        client.finish_turn(inst, turn)
         chat.note(inst, "— error: " .. error_message(err), "AgentHostError")
         notify(error_message(err), vim.log.levels.ERROR)
         done(err, nil)
@@ -120,8 +121,15 @@ function M.send(prompt, opts)
       inst.total_cost = type(result.totalCost) == "number" and result.totalCost or false
       inst.last_result = result
       chat.footer(inst, result)
-      client.changed()
-      done(nil, result)
+      -- the turn ends once its changed files are listed, so that they come
+      -- under it, not in the middle of the next one
+      require("agent_host.diffs").list_turn(inst, result.checkpoint, function()
+        if inst.turn ~= turn then
+          return -- the server exited meanwhile: the turn was closed then
+        end
+        client.finish_turn(inst, turn)
+        done(nil, result)
+      end)
     end)
     turn.handle = handle
   end, function(err)

@@ -236,6 +236,8 @@ export interface ResumeResult {
     sessionId: string;
     head: number;
     turns: number;
+    /** USD for the session so far; null when any of its model calls' cost is unknown. */
+    totalCost?: number | null;
 }
 
 export interface HistoryParams {
