@@ -55,6 +55,13 @@ async function editorIs(wb, name, text, dirty) {
     await waitFor(async () => (await wb.isDirty(name)) === dirty, `${name} to be ${dirty ? 'dirty' : 'clean'}`);
 }
 
+/** The restore's preview is up: restore the files it ticks (Enter); review.mjs tests it. */
+async function acceptPreview(wb) {
+    const widget = wb.page.locator('.quick-input-widget');
+    await waitFor(async () => /messages? removed/.test(await widget.innerText()), 'the restore preview');
+    await widget.locator('.quick-input-box input').press('Enter');
+}
+
 async function noSaveConflict(wb) {
     const toasts = (await wb.toasts()).join('\n');
     assert.doesNotMatch(toasts, /Failed to save|newer/i, toasts);
@@ -171,6 +178,7 @@ export const scenarios = [
             await wb.command('Agent Host: Restore Checkpoint…');
             await wb.pick(PROMPT_2);
             await wb.pick('Files and conversation');
+            await acceptPreview(wb);
             await chatHas(wb, /Restored to #/);
             assert.equal(ctx.read('notes.md'), NOTES);
             await editorIs(wb, 'notes.md', `${NOTES}draft line`, true);
@@ -198,6 +206,7 @@ export const scenarios = [
             await wb.command('Agent Host: Restore Checkpoint…');
             await wb.pick(PROMPT_2);
             await wb.pick('Files only');
+            await acceptPreview(wb);
             await waitFor(() => ctx.read('notes.md') === NOTES, 'notes.md restored on disk');
             await chatHas(wb, new RegExp(`${PROMPT_2}[\\s\\S]*Restored to #`), 'the conversation kept');
             await wb.shot('restored files only');

@@ -6,16 +6,19 @@
 //
 // CONFIG (written by tests/editors/test_vscode_e2e.py): node (Node 24), codeServer
 // (its entry.js), modules (where playwright-core is), chromium, vsix, agentHost
-// (the executable), work (a fresh folder), artifacts (screenshots, logs).
+// (the executable), work (a fresh folder), artifacts (screenshots, logs), and
+// optionally scenarios (the steps module; scenarios.mjs by default).
 // Prints one line per step, `ok - NAME` or `not ok - NAME: WHY`; a failed step
 // ends the run (the later ones build on it).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Workbench, makeProfile, openBrowser, startCodeServer, writeSettings } from './workbench.mjs';
-import { scenarios } from './scenarios.mjs';
+import { pathToFileURL } from 'node:url';
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+// CONFIG's optional `scenarios`: another steps module (review.mjs), on its own workbench
+const { scenarios } = await import(config.scenarios ? pathToFileURL(config.scenarios).href : './scenarios.mjs');
 fs.mkdirSync(config.artifacts, { recursive: true });
 
 const project = path.join(config.work, 'project');

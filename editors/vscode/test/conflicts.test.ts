@@ -1,7 +1,7 @@
 /**
  * Restore conflicts in the bundled extension (on the stand-in `vscode` module,
- * against the real server): a file the user changed after the agent's turn is
- * left as it is by Restore Checkpoint, which warns naming it and offers
+ * against the real server): a file the user changed after the agent's turn,
+ * while the restore's preview was up, is left as it is by the restore, which warns naming it and offers
  * Overwrite them (undo, then the same restore with `force`); Undo Restore warns
  * about a file changed since the restore wrote it, and leaves it.
  */
@@ -82,7 +82,6 @@ test('a file the user changed is left and named; Overwrite them restores it too;
     assert.equal(read('a.py'), 'x = 2\n');
     assert.equal(read('b.py'), 'y = 2\n');
 
-    write('a.py', 'x = 3  # mine\n'); // the user's own edit, after the agent's turn
     let atWarning: { a: string; b: string } | undefined;
     ui.answer = (message, items) => {
         if (items.includes('Overwrite them')) {
@@ -102,7 +101,16 @@ test('a file the user changed is left and named; Overwrite them restores it too;
         (modes) => modes[0], // files and conversation
     );
     const before = ui.messages.length;
-    await ui.commands.get('agentHost.restoreCheckpoint')!();
+    const restoring = ui.commands.get('agentHost.restoreCheckpoint')!();
+    // the preview ticks both; the user edits a.py while it is up (after the agent's turn)
+    const preview = await waitFor(() => ui.quickPicks[ui.quickPicks.length - 1], 'the restore preview');
+    assert.deepEqual(
+        preview.selectedItems.map((i: { file: { path: string } }) => i.file.path),
+        ['a.py', 'b.py'],
+    );
+    write('a.py', 'x = 3  # mine\n');
+    preview.acceptSelection();
+    await restoring;
 
     // the restore put b.py back and left a.py, the user's, as it was; the warning said so
     assert.deepEqual(atWarning, { a: 'x = 3  # mine\n', b: 'y = 1\n' });

@@ -123,7 +123,7 @@ test('Send Prompt runs a turn; the edit is shown as a diff and allowed in a moda
     }, 'the chat view to show the finished turn');
     assert.deepEqual(
         state.entries.map((e) => e.role),
-        ['user', 'assistant', 'tool', 'file', 'assistant'],
+        ['user', 'assistant', 'tool', 'file', 'assistant', 'review'],
     );
     assert.equal(state.entries[4].text, 'a.py now prints new.');
     assert.equal(state.cost, '$0.0000');
@@ -160,7 +160,18 @@ test('Restore Checkpoint puts the file back; Undo Restore takes it forward again
             return modes[0];
         },
     );
-    await ui.commands.get('agentHost.restoreCheckpoint')!();
+    const shown = ui.quickPicks.length;
+    const restoring = ui.commands.get('agentHost.restoreCheckpoint')!();
+    // the preview, before anything is written: a.py, ticked
+    const preview = await waitFor(() => (ui.quickPicks.length > shown ? ui.quickPicks[ui.quickPicks.length - 1] : undefined), 'the restore preview');
+    assert.match(preview.title ?? '', /^Restore to 1 · Make a\.py print new: 1 file · \d+ messages removed$/);
+    assert.deepEqual(
+        preview.selectedItems.map((i: { label: string; description: string }) => `${i.label} ${i.description}`),
+        ['$(diff-modified) a.py will be changed · +1 −1'],
+    );
+    assert.equal(fs.readFileSync(path.join(root, 'a.py'), 'utf8'), 'print("new")\n', 'nothing written by the preview');
+    preview.acceptSelection();
+    await restoring;
     assert.equal(fs.readFileSync(path.join(root, 'a.py'), 'utf8'), 'print("old")\n');
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
     assert.match(ui.messages[ui.messages.length - 1].message, /restored 1 file\(s\): a\.py/);

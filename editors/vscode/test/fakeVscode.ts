@@ -147,6 +147,9 @@ export class Uri {
 class ThemeIcon {
     constructor(readonly id: string) {}
 }
+class ThemeColor {
+    constructor(readonly id: string) {}
+}
 class TabInputText {
     constructor(readonly uri: Uri) {}
 }
@@ -185,6 +188,8 @@ export interface FakeQuickPick {
     title?: string;
     /** What the user does: pick `item` and press Enter. */
     accept(item: any): void;
+    /** Press Enter on a many-item pick: its ticked items (selectedItems) are chosen. */
+    acceptSelection(): void;
     hide(): void;
 }
 
@@ -230,6 +235,8 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
         EventEmitter,
         CancellationTokenSource,
         ThemeIcon,
+        ThemeColor,
+        OverviewRulerLane: { Left: 1, Center: 2, Right: 4, Full: 7 },
         TabInputText,
         TabInputTextDiff,
         StatusBarAlignment: { Left: 1, Right: 2 },
@@ -298,6 +305,7 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
                     onDidAccept: accepted.event,
                     onDidHide: hidden.event,
                     onDidTriggerItemButton: button.event,
+                    onDidTriggerButton: new EventEmitter<unknown>().event,
                     onDidChangeValue: new EventEmitter<string>().event,
                     onDidChangeSelection: new EventEmitter<unknown>().event,
                     show: () => void ui.quickPicks.push(picker),
@@ -307,6 +315,7 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
                         picker.selectedItems = [item];
                         accepted.fire();
                     },
+                    acceptSelection: () => accepted.fire(),
                 };
                 return picker;
             },

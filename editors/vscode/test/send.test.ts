@@ -143,7 +143,7 @@ test('send streams the turn in order and answers with its result', async () => {
         t.applyResult(result);
         assert.deepEqual(
             t.entries.map((e) => e.role),
-            ['user', 'assistant', 'tool', 'file', 'assistant'],
+            ['user', 'assistant', 'tool', 'file', 'assistant', 'review'],
         );
         assert.equal(t.state.running, false);
         assert.deepEqual([t.state.inputTokens, t.state.outputTokens], [270, 19]);

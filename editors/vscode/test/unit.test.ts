@@ -329,7 +329,7 @@ describe('Transcript', () => {
         assert.equal(t.state.running, false);
         assert.deepEqual(
             t.entries.map((e) => (e.role === 'file' ? `${e.change} ${e.path}` : e.role)),
-            ['user', 'assistant', 'tool', 'created a', 'deleted b', 'info'],
+            ['user', 'assistant', 'tool', 'created a', 'deleted b', 'review', 'info'],
         );
         assert.equal((t.entries[2] as { output?: string }).output, 'text');
         assert.deepEqual([t.state.inputTokens, t.state.outputTokens, t.state.cost], [10, 2, 0.5]);
@@ -394,7 +394,7 @@ describe('Transcript', () => {
         assert.deepEqual(
             t.entries.map((e) => (e.role === 'file' ? `${e.change}: ${e.path}` : e.role === 'tool' ? `${e.name}${e.isError ? ' !' : ''}` : e.role)),
             [
-                'user', 'write_file', 'edit_file', 'assistant', 'created: b.py', 'modified: a.py',
+                'user', 'write_file', 'edit_file', 'assistant', 'created: b.py', 'modified: a.py', 'review',
                 'user', 'edit_file !', 'run_command !', 'run_command !', 'run_command', 'read_file !',
             ],
         );

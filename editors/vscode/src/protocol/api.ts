@@ -8,6 +8,8 @@
 import type { CancellationToken } from 'vscode-jsonrpc';
 import * as m from './methods';
 import type {
+    ChangesParams,
+    ChangesResult,
     CheckpointsResult,
     CompactParams,
     CompactResult,
@@ -23,8 +25,10 @@ import type {
     PermissionParams,
     PermissionResult,
     RestoreParams,
+    RestorePreview,
     RestoreResult,
     ResumeResult,
+    RevertFilesParams,
     SendParams,
     SendResult,
     SessionEvent,
@@ -216,6 +220,25 @@ export class AgentApi implements Disposable {
 
     restore(params: RestoreParams): Promise<RestoreResult> {
         return this.call(m.RESTORE, params);
+    }
+
+    /** What a restore with these params would do, nothing written (a dry run). */
+    async restorePreview(params: RestoreParams): Promise<RestorePreview> {
+        const result: RestoreResult = await this.call(m.RESTORE, { ...params, dryRun: true });
+        if (!result.preview) {
+            throw new Error('the server did not return a preview (it predates restore previews: update agent-host)');
+        }
+        return result.preview;
+    }
+
+    /** Per-file diffs: one turn (`seq`), a checkpoint range (`fromSeq`, `toSeq`), or the last turn. */
+    changes(params: ChangesParams): Promise<ChangesResult> {
+        return this.call(m.CHANGES, params);
+    }
+
+    /** Undo one turn's changes to some files; the conversation is kept. */
+    revertFiles(params: RevertFilesParams): Promise<RestoreResult> {
+        return this.call(m.REVERT_FILES, params);
     }
 
     undoRestore(sessionId: string): Promise<UndoRestoreResult> {

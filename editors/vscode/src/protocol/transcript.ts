@@ -18,8 +18,22 @@ export type Entry =
           isError?: boolean;
           seq?: number;
       }
-    | { role: 'file'; path: string; change: 'created' | 'modified' | 'deleted'; seq?: number }
+    | FileEntry
+    /** After a turn that changed files: the chat's Review Changes for it. */
+    | { role: 'review'; turn: number; files: number }
     | { role: 'info'; text: string; level: 'info' | 'warning' | 'error' };
+
+/** A file a turn changed ("modified: greet.py"), once per file and turn. `turn` is
+ * the seq of the prompt that started it (its checkpoint); `status` what the user
+ * chose for it after the turn (Keep, Undo). */
+export interface FileEntry {
+    role: 'file';
+    path: string;
+    change: 'created' | 'modified' | 'deleted';
+    seq?: number;
+    turn?: number;
+    status?: 'kept' | 'undone';
+}
 
 /** What the user attached to a prompt, as the chat shows it (a chip, not the text). */
 export interface ContextChip {
@@ -105,6 +119,8 @@ export function isErrorResult(name: string, output: string): boolean {
 
 export class Transcript {
     readonly state: TranscriptState;
+    /** The seq of the running (or last) turn's prompt. */
+    private turn: number | undefined;
 
     constructor(sessionId: string) {
         this.state = {
@@ -146,6 +162,7 @@ export class Transcript {
         switch (event.kind) {
             case 'user_prompt':
                 this.state.running = true;
+                this.turn = seq;
                 entries.push({ role: 'user', text: String(data.text ?? ''), ...withChips(chipsOf(data.context)), seq });
                 return true;
             case 'text_delta': {
@@ -207,7 +224,15 @@ export class Transcript {
                 const before = data.before ?? null;
                 const after = data.after ?? null;
                 const change = before === null ? 'created' : after === null ? 'deleted' : 'modified';
-                entries.push({ role: 'file', path: String(data.path ?? ''), change, seq });
+                const path = String(data.path ?? '');
+                const same = this.turn === undefined ? undefined : this.fileEntry(this.turn, path);
+                if (same) {
+                    // written again in the same turn: one line, saying what the turn did to it
+                    same.change = same.change === 'created' && change !== 'deleted' ? 'created' : change;
+                    same.seq = seq;
+                } else {
+                    entries.push({ role: 'file', path, change, seq, ...(this.turn === undefined ? {} : { turn: this.turn }) });
+                }
                 return true;
             }
             case 'usage':
@@ -220,6 +245,7 @@ export class Transcript {
             case 'turn_end': {
                 this.closeStreaming();
                 this.state.running = false;
+                this.addReview(this.turn);
                 const reason = String(data.stopReason ?? '');
                 if (reason === 'cancelled') {
                     this.info('Turn cancelled.', 'warning');
@@ -247,6 +273,30 @@ export class Transcript {
             }
             default:
                 return false;
+        }
+    }
+
+    /** The file line of `path` in turn `turn`, if any. */
+    fileEntry(turn: number, path: string): FileEntry | undefined {
+        return this.state.entries.find((e): e is FileEntry => e.role === 'file' && e.turn === turn && e.path === path);
+    }
+
+    /** The user kept (or undid) the turn's change to `path`: its line says so. */
+    markFile(turn: number, path: string, status: 'kept' | 'undone'): void {
+        const entry = this.fileEntry(turn, path);
+        if (entry) {
+            entry.status = status;
+        }
+    }
+
+    /** Review Changes after a turn's file lines, when it changed files. */
+    private addReview(turn: number | undefined): void {
+        if (turn === undefined) {
+            return;
+        }
+        const files = this.state.entries.filter((e) => e.role === 'file' && e.turn === turn).length;
+        if (files && !this.state.entries.some((e) => e.role === 'review' && e.turn === turn)) {
+            this.state.entries.push({ role: 'review', turn, files });
         }
     }
 
@@ -295,8 +345,9 @@ export class Transcript {
                 }
             }
             for (const file of turnFiles.files) {
-                t.state.entries.push({ role: 'file', path: file, change: created.has(file) ? 'created' : 'modified' });
+                t.state.entries.push({ role: 'file', path: file, change: created.has(file) ? 'created' : 'modified', turn: turnFiles.seq });
             }
+            t.addReview(turnFiles.seq);
             turnFiles = undefined;
         };
         for (const message of messages) {
@@ -392,7 +443,7 @@ export function toMarkdown(title: string, entries: readonly Entry[]): string {
                 break;
             }
             case 'file':
-                out.push(`*${e.change}: ${e.path}*`, '');
+                out.push(`*${e.change}: ${e.path}${e.status ? ` (${e.status})` : ''}*`, '');
                 break;
             case 'info':
                 out.push(`> ${e.text.replace(/\n/g, '\n> ')}`, '');

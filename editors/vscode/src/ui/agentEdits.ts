@@ -12,10 +12,24 @@
  *
  * VS Code reverts only the active editor, so a document shown elsewhere is made
  * active for the revert and the editor that was active is shown again after it.
+ *
+ * Each document the edit changed is announced (onAgentEdit) with its text before,
+ * for the brief highlight of the changed lines (editHighlights).
  */
 
 import * as vscode from 'vscode';
 import { applyTextEdits, type ApplyWorkspaceEditParams, type ApplyWorkspaceEditResult, type TextEdit } from '../protocol/edits';
+
+/** A document an agent edit changed, and its text before. */
+export interface AgentEdit {
+    document: vscode.TextDocument;
+    before: string;
+}
+
+const edited = new vscode.EventEmitter<AgentEdit>();
+
+/** Fires once per document an applied `workspace/applyEdit` changed. */
+export const onAgentEdit = edited.event;
 
 export async function applyAgentEdit(
     params: ApplyWorkspaceEditParams,
@@ -39,9 +53,13 @@ export async function applyAgentEdit(
         } catch (err) {
             return { applied: false, failureReason: String(err) };
         }
+        const before = doc.getText();
         const failure = await bringTo(doc, target, params.label, log);
         if (failure) {
             return { applied: false, failureReason: failure };
+        }
+        if (doc.getText() !== before) {
+            edited.fire({ document: doc, before });
         }
     }
     return { applied: true };

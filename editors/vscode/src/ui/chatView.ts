@@ -23,6 +23,10 @@ export type ChatMessageFromView =
     | { type: 'send'; text: string }
     | { type: 'cancel' }
     | { type: 'command'; command: string }
+    /** A changed-file line: open its diff, keep the change, or undo it (turn: its prompt's seq). */
+    | { type: 'file'; action: 'open' | 'keep' | 'undo'; path: string; turn: number }
+    /** A turn's Review Changes. */
+    | { type: 'review'; turn: number }
     | { type: 'ready' };
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -141,6 +145,11 @@ function html(webview: vscode.Webview): string {
   .file { font-style: italic; opacity: 0.85; }
   .chips { display: flex; flex-wrap: wrap; gap: 4px; margin-top: 4px; }
   .chip { font-size: 0.85em; padding: 1px 6px; border-radius: 8px; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
+  .file a { cursor: pointer; color: var(--vscode-textLink-foreground); text-decoration: none; }
+  .file a:hover { text-decoration: underline; }
+  .file .status { opacity: 0.75; }
+  .file button, .review button { font-size: 0.85em; padding: 0 6px; margin-left: 6px; font-style: normal; }
+  .file.undone a { text-decoration: line-through; }
   .info { opacity: 0.85; font-style: italic; }
   .info.warning { color: var(--vscode-editorWarning-foreground); }
   .info.error { color: var(--vscode-errorForeground); }
@@ -219,7 +228,31 @@ function html(webview: vscode.Webview): string {
           div.append(details);
         }
       } else if (e.role === 'file') {
-        div.textContent = e.change + ': ' + e.path;
+        div.append(e.change + ': ');
+        if (e.turn === undefined) {
+          div.append(e.path);
+        } else {
+          const link = el('a', 'open', e.path);
+          link.title = 'Show what the agent changed in ' + e.path;
+          link.addEventListener('click', () => vscode.postMessage({ type: 'file', action: 'open', path: e.path, turn: e.turn }));
+          div.append(link);
+          if (e.status) {
+            div.classList.add(e.status);
+            div.append(el('span', 'status', ' (' + e.status + ')'));
+          } else if (!state.running) {
+            for (const [action, label, tip] of [['keep', 'Keep', 'Keep the change'], ['undo', 'Undo', "Undo this turn's change to this file only"]]) {
+              const button = el('button', 'secondary ' + action, label);
+              button.title = tip;
+              button.addEventListener('click', () => vscode.postMessage({ type: 'file', action, path: e.path, turn: e.turn }));
+              div.append(button);
+            }
+          }
+        }
+      } else if (e.role === 'review') {
+        const button = el('button', 'secondary', 'Review Changes (' + e.files + (e.files === 1 ? ' file)' : ' files)'));
+        button.title = 'Open what this turn changed in the diff editor';
+        button.addEventListener('click', () => vscode.postMessage({ type: 'review', turn: e.turn }));
+        div.append(button);
       } else if (e.role === 'info') {
         div.classList.add(e.level);
         div.textContent = e.text;

@@ -10,6 +10,8 @@ import { conflictsText, listPaths, notCapturedText } from '../protocol/restoreTe
 import type { CheckpointInfo, RestoreParams, RestoreResult } from '../protocol/types';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { errorText } from './errors';
+import type { ReviewDocuments } from './reviewDocuments';
+import { chooseRestoreFiles } from './restorePreview';
 import type { SessionCommands } from './sessionCommands';
 import type { UiContext } from './uiContext';
 
@@ -17,6 +19,7 @@ export class CheckpointCommands {
     constructor(
         private readonly ui: UiContext,
         private readonly sessions: SessionCommands,
+        private readonly reviewDocs: ReviewDocuments,
     ) {}
 
     /** A checkpoint to restore to, from the shared picker. */
@@ -69,6 +72,14 @@ export class CheckpointCommands {
             return;
         }
         const params: RestoreParams = { sessionId, seq: checkpoint.seq, files: mode.files, conversation: mode.conversation };
+        if (mode.files) {
+            // the preview first: what each file would become, conflicts named, files chosen
+            const chosen = await chooseRestoreFiles(this.ui, this.reviewDocs, params, checkpoint);
+            if (!chosen) {
+                return;
+            }
+            Object.assign(params, chosen);
+        }
         const label = mode.label.toLowerCase();
         const api = await this.ui.server.ensureStarted();
         const result = await api.restore(params);

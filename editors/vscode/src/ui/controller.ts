@@ -9,10 +9,13 @@ import * as vscode from 'vscode';
 import { AgentServer } from './agentServer';
 import { ChatViewProvider, type ChatMessageFromView } from './chatView';
 import { CheckpointCommands } from './checkpointCommands';
+import { EditHighlights } from './editHighlights';
 import { Cancelled, errorText } from './errors';
 import { HISTORY_SCHEME, HistoryContentProvider } from './historyDocument';
 import { PermissionPrompter, ProposalContentProvider, PROPOSAL_SCHEME } from './permission';
 import { NotificationProgress } from './progress';
+import { ReviewCommands } from './reviewCommands';
+import { REVIEW_SCHEME, ReviewDocuments } from './reviewDocuments';
 import { SessionCommands } from './sessionCommands';
 import { SessionState } from './sessionState';
 import { StatusView } from './statusView';
@@ -35,6 +38,9 @@ export class Controller implements vscode.Disposable, UiContext {
     private readonly sessions: SessionCommands;
     private readonly turns: TurnCommands;
     private readonly checkpoints: CheckpointCommands;
+    private readonly reviewDocs = new ReviewDocuments();
+    private readonly review: ReviewCommands;
+    private readonly highlights = new EditHighlights((line) => this.log(line));
     private readonly disposables: vscode.Disposable[] = [];
 
     constructor(context: vscode.ExtensionContext) {
@@ -57,13 +63,17 @@ export class Controller implements vscode.Disposable, UiContext {
             prompter: this.prompter,
             progress: this.progress,
             log: (line) => this.log(line),
-            onEvent: (event) => this.state.onEvent(event),
+            onEvent: (event) => {
+                this.state.onEvent(event);
+                this.highlights.onEvent(event);
+            },
             onStateChange: () => this.render(),
         });
         this.view = new StatusView(this.state, this.chat, this.status, () => this.server.state);
         this.sessions = new SessionCommands(this, this.history);
         this.turns = new TurnCommands(this, this.sessions);
-        this.checkpoints = new CheckpointCommands(this, this.sessions);
+        this.checkpoints = new CheckpointCommands(this, this.sessions, this.reviewDocs);
+        this.review = new ReviewCommands(this, this.sessions, this.reviewDocs);
     }
 
     /** Registers commands, views and providers; starts nothing yet. */
@@ -84,6 +94,9 @@ export class Controller implements vscode.Disposable, UiContext {
             vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, this.chat),
             vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, this.proposals),
             vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, this.history),
+            vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, this.reviewDocs),
+            this.highlights,
+            command('agentHost.reviewChanges', () => this.review.reviewChanges()),
             command('agentHost.sendPrompt', (prompt?: unknown) => this.sendPrompt(typeof prompt === 'string' ? prompt : undefined)),
             command('agentHost.newSession', () => this.newSession()),
             command('agentHost.listSessions', () => this.listSessions()),
@@ -207,6 +220,17 @@ export class Controller implements vscode.Disposable, UiContext {
             .then(undefined, (err) => this.showError(err));
     }
 
+    /** A changed-file line's link (its diff), Keep or Undo. */
+    private async fileChoice(message: Extract<ChatMessageFromView, { type: 'file' }>): Promise<void> {
+        if (message.action === 'open') {
+            await this.review.openFileDiff(message.turn, message.path);
+        } else if (message.action === 'keep') {
+            this.review.keepFile(message.turn, message.path);
+        } else {
+            await this.review.undoFile(message.turn, message.path);
+        }
+    }
+
     private fromView(message: ChatMessageFromView): void {
         const run = async () => {
             if (message.type === 'send') {
@@ -215,6 +239,10 @@ export class Controller implements vscode.Disposable, UiContext {
                 await this.cancel();
             } else if (message.type === 'command') {
                 await vscode.commands.executeCommand(message.command);
+            } else if (message.type === 'review') {
+                await this.review.reviewTurn(message.turn);
+            } else if (message.type === 'file') {
+                await this.fileChoice(message);
             }
         };
         run().catch((err) => this.showError(err));
