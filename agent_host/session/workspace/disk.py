@@ -179,7 +179,7 @@ class DiskWorkspace:
     ) -> CommandResult:
         env = None if self.environment is None else self.environment.environment()
         where = _root_or_first(self.roots, cwd)
-        return await run_shell(command, where, timeout, max_output, env=env)
+        return await run_shell(command, where, timeout, max_output, env=env, roots=self.roots)
 
 
 def _root_or_first(roots: list[Path], cwd: Path | None) -> Path:
