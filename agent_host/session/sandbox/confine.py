@@ -111,7 +111,13 @@ class Sandbox:
                 path = Path(os.path.realpath(os.path.expanduser(extra)))
                 if path.exists():
                     writable.append(path)
-        hidden = tuple(deny_paths(policy, self.hide))
+        # A hidden place that holds a writable root (a store folder the session
+        # works inside) stays visible: the user chose to work there.
+        hidden = tuple(
+            p
+            for p in deny_paths(policy, self.hide)
+            if not any(w.is_relative_to(p) for w in writable)
+        )
         argv = bwrap_argv(
             found.path,
             policy,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..environment import current_policy
 from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
-from ..sandbox import sandbox_in_force
+from ..sandbox import Sandbox, sandbox_in_force
 from . import processes as procs
 from .base import CommandResult
 
@@ -29,13 +29,15 @@ async def run_shell(
     *,
     env: Mapping[str, str] | None = None,
     roots: Sequence[Path] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandResult:
     """Run ``command`` under ``/bin/sh -c`` in a session (and process group) of its own.
 
     ``env``: the command's environment (default: this process's under the policy
     in force, :data:`~..environment.current_policy`). ``roots``: the folders a
     ``workspace-write`` sandbox lets it write (default: ``cwd``); the sandbox is
-    the one in force (:func:`~..sandbox.sandbox_in_force`): SandboxUnavailable if
+    ``sandbox``, else the one in force (:func:`~..sandbox.sandbox_in_force`):
+    SandboxUnavailable if
     it must confine the command and cannot. Confined, the command runs in a pid
     namespace of its own: what it started, ``setsid`` or not, ends with it. The
     session -- the shell
@@ -50,7 +52,7 @@ async def run_shell(
     token = secrets.token_hex(8)
     environ = dict(current_policy.get().environment() if env is None else env)
     environ[procs.MARKER] = token
-    launch = sandbox_in_force().launch(
+    launch = (sandbox or sandbox_in_force()).launch(
         ["/bin/sh", "-c", command], roots=roots or [cwd], cwd=cwd, env=environ
     )
     since = procs.now_ticks()
