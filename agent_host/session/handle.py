@@ -36,7 +36,6 @@ from .checkpoints import (
 )
 from .compaction import CompactResult, compact_session
 from .environment import using_policy
-from .sandbox import Sandbox, SandboxPolicy, using_sandbox
 from .errors import (
     CheckpointNotFound,
     InvalidArgument,
@@ -48,6 +47,7 @@ from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .op_queue import OpQueue, Wait, check_wait, remaining
 from .resources import McpConfigs
+from .sandbox import Sandbox, SandboxPolicy, using_sandbox
 from .session_folder import session_files, session_started
 from .state import SessionState
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn

@@ -24,7 +24,6 @@ from .approval import Approval, PermissionCallback, check_approval
 from .checkpoints import Checkpoint
 from .compaction import CompactResult
 from .environment import EnvironmentPolicy, as_policy
-from .sandbox import Sandbox, SandboxPolicy, as_sandbox_policy
 from .errors import CapabilityUnsupported, HostClosed, InvalidArgument
 from .handle import SessionHandle
 from .model import ModelProvider
@@ -34,6 +33,7 @@ from .providers.limits import provider_keywords
 from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
+from .sandbox import Sandbox, SandboxPolicy, as_sandbox_policy
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from .store.adapted import as_checkpointer
