@@ -13,6 +13,7 @@ from .confine import (
     current_sandbox,
     default_sandbox,
     sandbox_in_force,
+    unconfined,
     using_sandbox,
 )
 from .detect import Mechanism, mechanism
@@ -41,5 +42,6 @@ __all__ = [
     "default_sandbox",
     "mechanism",
     "sandbox_in_force",
+    "unconfined",
     "using_sandbox",
 ]

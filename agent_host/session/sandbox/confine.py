@@ -193,8 +193,29 @@ current_sandbox: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar
 """The sandbox of the host (or session) whose turn is running; None: the default."""
 
 
-def sandbox_in_force() -> Sandbox:
-    return current_sandbox.get() or default_sandbox()
+_unconfined: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "agent_host_unconfined", default=False
+)
+_UNCONFINED = Sandbox(SandboxPolicy(mode="full"))
+
+
+def sandbox_in_force(own: Sandbox | None = None) -> Sandbox:
+    """The sandbox a command starts in: none inside :func:`unconfined`, else
+    ``own`` (a workspace's), else the current host's, else the default."""
+    if _unconfined.get():
+        return _UNCONFINED
+    return own or current_sandbox.get() or default_sandbox()
+
+
+@contextmanager
+def unconfined() -> Iterator[None]:
+    """Commands started inside run without the sandbox (what the user approved
+    for a command the sandbox stopped)."""
+    token = _unconfined.set(True)
+    try:
+        yield
+    finally:
+        _unconfined.reset(token)
 
 
 @contextmanager

@@ -52,7 +52,7 @@ async def run_shell(
     token = secrets.token_hex(8)
     environ = dict(current_policy.get().environment() if env is None else env)
     environ[procs.MARKER] = token
-    launch = (sandbox or sandbox_in_force()).launch(
+    launch = sandbox_in_force(sandbox).launch(
         ["/bin/sh", "-c", command], roots=roots or [cwd], cwd=cwd, env=environ
     )
     since = procs.now_ticks()

@@ -373,6 +373,11 @@ export interface PermissionParams {
      * engine's preview computed it (absent when unknown; `diff` still says it).
      */
     proposed?: string | null;
+    /**
+     * For a command the sandbox stopped: why. Allowing runs it again without the
+     * sandbox ("always": that command, from now on).
+     */
+    sandboxDenial?: string | null;
     options?: Decision[];
 }
 
