@@ -339,7 +339,7 @@ class SessionHandle:
             with (
                 using_policy(host.shell_environment),
                 tracking(host._processes),
-                using_sandbox(self.sandbox),
+                using_sandbox(self.sandbox, workspace.roots),
             ):
                 return await run_turn(state, prompt, settings)
 

@@ -10,6 +10,7 @@
 from .confine import (
     Launch,
     Sandbox,
+    current_roots,
     current_sandbox,
     default_sandbox,
     sandbox_in_force,
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxPolicy",
     "as_sandbox_policy",
     "check_mode",
+    "current_roots",
     "current_sandbox",
     "default_sandbox",
     "mechanism",

@@ -57,6 +57,18 @@ def bwrap_argv(
     return argv
 
 
+def prlimit_argv(prlimit: str, limits: Limits) -> list[str]:
+    """``limits`` as a util-linux ``prlimit`` command line to put before a command,
+    for a spawn that takes no pre-exec hook (the MCP SDK's)."""
+    flags = [
+        ("--nproc", limits.processes),
+        ("--data", limits.memory_bytes),
+        ("--fsize", limits.file_size_bytes),
+        ("--cpu", limits.cpu_seconds),
+    ]
+    return [prlimit, *(f"{flag}={value}" for flag, value in flags if value is not None), "--"]
+
+
 def set_limits(limits: Limits) -> Callable[[], None]:
     """A pre-exec hook (run in the child between fork and exec) that sets
     ``limits``; bubblewrap and all it starts inherit them."""

@@ -81,9 +81,12 @@ class Sandbox:
         roots: Sequence[Path],
         cwd: Path,
         env: Mapping[str, str],
+        preexec: bool = True,
     ) -> Launch:
         """``command`` as it is to be started; SandboxUnavailable when it must be
-        confined and cannot be (and the policy's fallback is ``refuse``)."""
+        confined and cannot be (and the policy's fallback is ``refuse``).
+        ``preexec``: the limits are set by the Launch's pre-exec hook (False: by
+        ``prlimit`` inside the sandbox, for a spawn that takes no hook)."""
         policy = self.policy
         if not policy.confined:
             return Launch(list(command), dict(env), policy=policy)
@@ -133,7 +136,7 @@ class Sandbox:
         return Launch(
             argv,
             environ,
-            preexec=set_limits(policy.limits),
+            preexec=set_limits(policy.limits) if preexec else None,
             confined=True,
             policy=policy,
             hidden=hidden,
@@ -218,10 +221,19 @@ def unconfined() -> Iterator[None]:
         _unconfined.reset(token)
 
 
+current_roots: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar(
+    "agent_host_sandbox_roots", default=()
+)
+"""The folders of the session whose turn is running: what a stdio MCP server it
+starts may write under workspace-write (commands are told their roots)."""
+
+
 @contextmanager
-def using_sandbox(sandbox: Sandbox) -> Iterator[None]:
+def using_sandbox(sandbox: Sandbox, roots: Sequence[Path] = ()) -> Iterator[None]:
     token = current_sandbox.set(sandbox)
+    roots_token = current_roots.set(tuple(roots))
     try:
         yield
     finally:
+        current_roots.reset(roots_token)
         current_sandbox.reset(token)
