@@ -319,3 +319,61 @@ def test_limits_json_is_checked_by_field():
     with pytest.raises(ValueError, match=r"sandbox must be one of"):
         SandboxPolicy.from_json("container")
     assert SandboxPolicy.from_json({"limits": {"processes": 64}}).limits == Limits(processes=64)
+
+
+LATE_WRITE = "sh -c 'sleep 1; echo alive > late.txt' >/dev/null 2>&1 &"
+
+
+async def test_a_timeout_ends_everything_in_the_sandbox(tmp_path):
+    ws = DiskWorkspace([tmp_path], sandbox=Sandbox())
+    result = await ws.run_command(f"{LATE_WRITE} sleep 30", timeout=0.3)
+    assert result.timed_out and result.sandboxed
+    await asyncio.sleep(2)
+    assert not (tmp_path / "late.txt").exists()
+
+
+async def test_a_cancelled_call_ends_everything_in_the_sandbox(tmp_path):
+    ws = DiskWorkspace([tmp_path], sandbox=Sandbox())
+    task = asyncio.create_task(ws.run_command(f"{LATE_WRITE} echo go > go.txt; sleep 30"))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "go.txt").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(2)
+    assert not (tmp_path / "late.txt").exists()
+
+
+async def test_no_sandbox_here_refuses_commands_unless_the_fallback_is_full(tmp_path, monkeypatch):
+    from agent_host.session.errors import SandboxUnavailable
+    from agent_host.session.sandbox import Mechanism, confine
+
+    monkeypatch.setattr(confine, "mechanism", lambda: Mechanism(None, "bwrap is missing"))
+    refused = DiskWorkspace([tmp_path], sandbox=Sandbox("workspace-write"))
+    with pytest.raises(SandboxUnavailable, match=r"not run: .*bwrap is missing.*full"):
+        await refused.run_command("echo ran > ran.txt")
+    assert not (tmp_path / "ran.txt").exists()
+    fallback = DiskWorkspace([tmp_path], sandbox=Sandbox(SandboxPolicy(fallback="full")))
+    first = await fallback.run_command("echo ran")
+    assert first.output.startswith("[not sandboxed: bwrap is missing")  # said once
+    assert not first.sandboxed
+    assert (await fallback.run_command("echo again")).output == "again\n"
+
+
+async def test_the_agents_environment_is_out_of_reach(tmp_path):
+    # The environment policy keeps the key from the command's own environment; an
+    # agent's, in /proc, only the sandbox keeps away. The agent here: a process of
+    # this user with a key in its environment (this one's /proc environ is the one
+    # it started with).
+    key = "sk-fake-sandbox-test-0123456789abcdef"
+    agent = subprocess.Popen(["sleep", "60"], env={"OPENAI_API_KEY": key})
+    try:
+        command = f"tr '\\0' '\\n' < /proc/{agent.pid}/environ"
+        confined = await DiskWorkspace([tmp_path], sandbox=Sandbox()).run_command(command)
+        assert key not in confined.output and confined.exit_code != 0
+        free = await DiskWorkspace([tmp_path], sandbox=Sandbox("full")).run_command(command)
+        assert key in free.output
+    finally:
+        agent.kill()
+        agent.wait()
