@@ -84,6 +84,8 @@ def wire_server(config: Any) -> dict[str, Any]:
         }
         if config.cwd:
             server["cwd"] = config.cwd
+        if config.sandbox is not None:
+            server["sandbox"] = config.sandbox.to_json()
     if config.tool_timeout is not None:
         server["timeout"] = config.tool_timeout * 1000  # milliseconds, as the file has it
     return server

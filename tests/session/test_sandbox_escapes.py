@@ -318,7 +318,9 @@ def test_limits_json_is_checked_by_field():
         SandboxPolicy.from_json({"nope": 1})
     with pytest.raises(ValueError, match=r"sandbox must be one of"):
         SandboxPolicy.from_json("container")
-    assert SandboxPolicy.from_json({"limits": {"processes": 64}}).limits == Limits(processes=64)
+    policy = SandboxPolicy.from_json({"limits": {"processes": 64}, "writable": ["/x"]})
+    assert policy.limits == Limits(processes=64)
+    assert SandboxPolicy.from_json(policy.to_json()) == policy
 
 
 LATE_WRITE = "sh -c 'sleep 1; echo alive > late.txt' >/dev/null 2>&1 &"

@@ -122,6 +122,24 @@ class SandboxPolicy:
     def with_mode(self, mode: str) -> SandboxPolicy:
         return attrs.evolve(self, mode=check_mode(mode))
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form :meth:`from_json` reads back."""
+        limits = self.limits
+        return {
+            "mode": self.mode,
+            "writable": list(self.writable),
+            "deny": list(self.deny),
+            "network": self.network,
+            "gitWritable": self.git_writable,
+            "limits": {
+                "processes": limits.processes,
+                "memoryBytes": limits.memory_bytes,
+                "fileSizeBytes": limits.file_size_bytes,
+                "cpuSeconds": limits.cpu_seconds,
+            },
+            "fallback": self.fallback,
+        }
+
     @classmethod
     def from_json(cls, data: object, where: str = "sandbox") -> SandboxPolicy:
         """A mode's name, or ``{"mode", "writable", "deny", "network", "gitWritable",
