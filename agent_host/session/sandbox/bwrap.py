@@ -36,7 +36,6 @@ def bwrap_argv(
     (workspace-write) and the private temp, already resolved; ``deny``: the places
     to hide (existing, absolute); ``denied_*``: the empty, mode-000 stand-ins."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--tmpfs", "/dev/shm"]
     for path in writable:
         argv += ["--bind", str(path), str(path)]
     if not policy.git_writable:
@@ -58,20 +57,32 @@ def bwrap_argv(
 
 
 def prlimit_argv(prlimit: str, limits: Limits) -> list[str]:
-    """``limits`` as a util-linux ``prlimit`` command line to put before a command,
-    for a spawn that takes no pre-exec hook (the MCP SDK's)."""
+    """``limits`` as a util-linux ``prlimit`` command line to put before a command
+    (inside the sandbox: bubblewrap itself runs without them)."""
     flags = [
-        ("--nproc", limits.processes),
-        ("--data", limits.memory_bytes),
-        ("--fsize", limits.file_size_bytes),
-        ("--cpu", limits.cpu_seconds),
+        ("--nproc", resource.RLIMIT_NPROC, limits.processes),
+        ("--data", resource.RLIMIT_DATA, limits.memory_bytes),
+        ("--fsize", resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        ("--cpu", resource.RLIMIT_CPU, limits.cpu_seconds),
     ]
-    return [prlimit, *(f"{flag}={value}" for flag, value in flags if value is not None), "--"]
+    argv = [prlimit]
+    for flag, which, value in flags:
+        if value is not None:
+            argv.append(f"{flag}={_within_hard(which, value)}")
+    return [*argv, "--"]
+
+
+def _within_hard(which: int, value: int) -> int:
+    # Never above what this process may have (prlimit would fail, and the command
+    # with it): lowering is all a process can do.
+    _, hard = resource.getrlimit(which)
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 def set_limits(limits: Limits) -> Callable[[], None]:
     """A pre-exec hook (run in the child between fork and exec) that sets
-    ``limits``; bubblewrap and all it starts inherit them."""
+    ``limits``; bubblewrap and all it starts inherit them. Used where ``prlimit``
+    is missing: a hook makes Python fork the whole host rather than vfork it."""
     pairs = [
         (resource.RLIMIT_NPROC, limits.processes),
         (resource.RLIMIT_DATA, limits.memory_bytes),
@@ -82,10 +93,7 @@ def set_limits(limits: Limits) -> Callable[[], None]:
 
     def apply() -> None:
         for which, value in wanted:
-            _, hard = resource.getrlimit(which)
-            # Never above what this process may have: lowering is all it can do.
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
+            value = _within_hard(which, value)
             resource.setrlimit(which, (value, value))
 
     return apply

@@ -10,6 +10,7 @@ workspaces made by a front end need no wiring; outside a host, the default
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import os
 import shutil
@@ -24,7 +25,7 @@ from pathlib import Path
 import attrs
 
 from ..errors import SandboxUnavailable
-from .bwrap import bwrap_argv, set_limits
+from .bwrap import bwrap_argv, prlimit_argv, set_limits
 from .denial import sandbox_denial
 from .detect import mechanism
 from .policy import SandboxPolicy, as_sandbox_policy, deny_paths
@@ -85,8 +86,9 @@ class Sandbox:
     ) -> Launch:
         """``command`` as it is to be started; SandboxUnavailable when it must be
         confined and cannot be (and the policy's fallback is ``refuse``).
-        ``preexec``: the limits are set by the Launch's pre-exec hook (False: by
-        ``prlimit`` inside the sandbox, for a spawn that takes no hook)."""
+        The limits are set by util-linux's ``prlimit`` inside the sandbox; without
+        it, by the Launch's pre-exec hook if ``preexec`` (False: a spawn that takes
+        no hook, which then runs without them, logged)."""
         policy = self.policy
         if not policy.confined:
             return Launch(list(command), dict(env), policy=policy)
@@ -121,6 +123,16 @@ class Sandbox:
             for p in deny_paths(policy, self.hide)
             if not any(w.is_relative_to(p) for w in writable)
         )
+        # prlimit inside (one small exec) rather than a pre-exec hook, which makes
+        # Python fork the whole host instead of vfork-ing it: cheaper per command.
+        limiter = _prlimit()
+        hook = None
+        if limiter is not None:
+            command = [*prlimit_argv(limiter, policy.limits), *command]
+        elif preexec:
+            hook = set_limits(policy.limits)
+        else:
+            log.warning("prlimit (util-linux) is missing: %s runs without limits", command[0])
         argv = bwrap_argv(
             found.path,
             policy,
@@ -136,7 +148,7 @@ class Sandbox:
         return Launch(
             argv,
             environ,
-            preexec=set_limits(policy.limits) if preexec else None,
+            preexec=hook,
             confined=True,
             policy=policy,
             hidden=hidden,
@@ -161,6 +173,11 @@ class Sandbox:
                 self._base = base
                 self._finalizer = weakref.finalize(self, _remove, base)
             return self._base
+
+
+@functools.cache
+def _prlimit() -> str | None:
+    return shutil.which("prlimit")
 
 
 def _remove(base: Path) -> None:
