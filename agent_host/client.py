@@ -95,6 +95,7 @@ class AgentClient:
         mcp_servers: list[dict[str, Any]] | None = None,
         shell_environment: dict[str, Any] | None = None,
         model_limits: Mapping[str, Any] | None = None,
+        sandbox: str | dict[str, Any] | None = None,
     ) -> None:
         given = {"store": store, "model": model, "approval": approval}
         self.options: dict[str, Any] = {k: v for k, v in given.items() if v}
@@ -106,6 +107,8 @@ class AgentClient:
             self.options["mcpServers"] = mcp_servers
         if shell_environment is not None:
             self.options["shellEnvironment"] = shell_environment
+        if sandbox is not None:
+            self.options["sandbox"] = sandbox
         self.workspace = Path(workspace or os.getcwd()).resolve()
         self.verbose = verbose
         self.on_event = on_event

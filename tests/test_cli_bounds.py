@@ -61,7 +61,13 @@ def test_run_rejects_a_bound_that_is_not_a_positive_number(tmp_path):
 def test_run_ends_an_mcp_call_never_answered_and_goes_on(tmp_path):
     log = tmp_path / "server.log"
     config = tmp_path / "mcp.json"
-    server = {"command": sys.executable, "args": [APP, "stdio"], "env": {"MCP_TEST_LOG": str(log)}}
+    server = {
+        "command": sys.executable,
+        "args": [APP, "stdio"],
+        "env": {"MCP_TEST_LOG": str(log)},
+        # Confined, as by default, and let write its log outside the project.
+        "sandbox": {"writable": [str(tmp_path)]},
+    }
     config.write_text(json.dumps({"mcpServers": {"t": {**server, "timeout": 1000}}}))
     script = tmp_path / "script.json"
     steps = [

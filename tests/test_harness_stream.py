@@ -238,17 +238,32 @@ class Box:  # a sandbox object, as LiteLLM's sandbox.docker(...) returns
     pass
 
 
-@pytest.mark.parametrize("sandbox", [Box(), "docker", "read-only"])
-def test_a_sandbox_is_refused_naming_the_alternative(tmp_path, ws, sandbox):
+@pytest.mark.parametrize("sandbox", [Box(), "docker"])
+def test_a_sandbox_to_run_in_is_refused_naming_the_alternative(tmp_path, ws, sandbox):
     options = opts(tmp_path, ws, [])
     for make in (
         lambda: agent_session(Harness.AGENT_HOST, sandbox=sandbox, **options),
         lambda: agent("hi", sandbox=sandbox, **options),
     ):
-        with pytest.raises(CapabilityUnsupported, match="no command sandbox yet") as caught:
+        with pytest.raises(CapabilityUnsupported, match="confines its commands itself") as caught:
             make()
-        assert "container" in str(caught.value) and "sandbox=None" in str(caught.value)
+        assert "workspace-write" in str(caught.value) and "sandbox='full'" in str(caught.value)
     assert not (tmp_path / "store").exists()  # refused before anything opened
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "mode"),
+    [
+        (None, "workspace-write"),
+        ("read-only", "read-only"),
+        ("none", "full"),
+        ({"mode": "full"}, "full"),
+    ],
+)
+def test_the_sandbox_names_the_hosts_policy(tmp_path, ws, sandbox, mode, monkeypatch):
+    monkeypatch.delenv("AGENT_HOST_SANDBOX", raising=False)
+    with agent_session(sandbox=sandbox, **opts(tmp_path, ws, [{"text": "a"}])) as s:
+        assert s._host.sandbox.policy.mode == mode  # (the facade keeps its host private)
 
 
 async def test_a_stream_dropped_mid_way_cancels_its_turn_and_the_session_parks(tmp_path, ws):

@@ -22,11 +22,12 @@ from .. import __version__
 from ..service import SessionService
 from ..session.approval import APPROVALS
 from ..session.environment import EnvironmentPolicy, ShellEnvironmentError
-from ..session.errors import AgentHostError
+from ..session.errors import AgentHostError, SandboxConfigError
 from ..session.providers import limits
 from ..session.providers.errors import ModelConfigError
 from ..session.providers.limits import SETTINGS as LIMIT_SETTINGS
 from ..session.providers.registry import EXAMPLE_MODELS
+from ..session.sandbox import SandboxPolicy
 from ..session.tasks import run_task
 from . import auth, commands, convert, extensions, wire
 from .errors import answers, invalid_params
@@ -37,6 +38,12 @@ log = logging.getLogger(__name__)
 META_KEY = "agent-host"
 """Our key in ``_meta``: the extension methods we offer, the options we take."""
 MODEL_OPTION = "model"
+SANDBOX_OPTION = "sandbox"
+SANDBOX_CHOICES = {
+    "workspace-write": "Sandbox: write the workspace only, no network",
+    "read-only": "Sandbox: write nothing (a private temp only), no network",
+    "full": "No sandbox: commands run as you",
+}
 COMMON_MODELS = EXAMPLE_MODELS
 
 LIST_PAGE = 50
@@ -96,6 +103,8 @@ class AcpAgent:
     def _configure(self, options: object) -> None:
         """``_meta["agent-host"]`` of initialize: ``shellEnvironment``, the policy of
         every session's commands, terminals and MCP servers (over ``--shell-env``);
+        ``sandbox``, how they are confined (a mode's name or the policy's JSON form,
+        over ``--sandbox``);
         the model time limits ``modelFirstByteTimeout``, ``modelTimeout``,
         ``modelTotalTimeout``, ``modelRetries`` (over the flags)."""
         if options is None:
@@ -111,6 +120,13 @@ class AcpAgent:
             except ShellEnvironmentError as exc:
                 raise invalid_params(exc.field, str(exc).removeprefix(exc.field).strip()) from None
             self.service.set_shell_environment(policy)
+        if "sandbox" in options:
+            try:
+                sandbox = SandboxPolicy.from_json(options["sandbox"], where=f"{where}.sandbox")
+            except SandboxConfigError as exc:
+                field, _, problem = str(exc).partition(" ")
+                raise invalid_params(field, problem) from None
+            self.service.set_sandbox_policy(sandbox)
         self._configure_limits(options, where)
 
     def _configure_limits(self, options: dict[str, Any], where: str) -> None:
@@ -238,8 +254,16 @@ class AcpAgent:
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> s.SetSessionConfigOptionResponse:
+        if config_id == SANDBOX_OPTION:
+            if value not in SANDBOX_CHOICES:
+                raise invalid_params("value", f"must be one of {', '.join(SANDBOX_CHOICES)}")
+            await self.service.handle(session_id)  # SessionNotFound for an unknown one
+            self.service.set_sandbox(session_id, str(value))
+            return s.SetSessionConfigOptionResponse(config_options=await self._config(session_id))
         if config_id != MODEL_OPTION:
-            raise invalid_params("configId", f"the only option is {MODEL_OPTION!r}")
+            raise invalid_params(
+                "configId", f"the options are {MODEL_OPTION!r} and {SANDBOX_OPTION!r}"
+            )
         if not isinstance(value, str) or not value.strip():
             raise invalid_params("value", "must be a model name such as openai/gpt-4.1")
         await self.service.handle(session_id)  # SessionNotFound for an unknown one
@@ -304,7 +328,21 @@ class AcpAgent:
                 type="select",
                 current_value=current,
                 options=[s.SessionConfigSelectOption(value=m, name=m) for m in choices],
-            )
+            ),
+            # Beside the approval mode: what a command the user approves can reach.
+            s.SessionConfigOptionSelect(
+                id=SANDBOX_OPTION,
+                name="Sandbox",
+                description="Where commands and MCP servers may write, and whether they "
+                "reach the network (a command the sandbox stops can be approved to run "
+                "without it)",
+                type="select",
+                current_value=self.service.sandbox_of(session_id).mode,
+                options=[
+                    s.SessionConfigSelectOption(value=mode, name=name)
+                    for mode, name in SANDBOX_CHOICES.items()
+                ],
+            ),
         ]
 
     def _modes(self, session_id: str) -> s.SessionModeState:

@@ -215,7 +215,15 @@ class ClientWorkspace(DelegatingWorkspace):
             await self.port.terminal_started(session_id, terminal_id)
 
         return await terminal.run(
-            conn, session_id, command, cwd or self.roots[0], timeout, max_output, shown
+            conn,
+            session_id,
+            command,
+            cwd or self.roots[0],
+            timeout,
+            max_output,
+            shown,
+            roots=self.roots,
+            sandbox=self.disk.sandbox,
         )
 
 

@@ -31,6 +31,9 @@ class AcpOptions:
     """From --mcp-config: every session's, unless the client names its own."""
     shell_environment: Mapping[str, Any] | None = None
     """From --shell-env: the environment policy (initialize's _meta may replace it)."""
+    sandbox: str | None = None
+    """From --sandbox: the sandbox mode (None: AGENT_HOST_SANDBOX, else
+    workspace-write; initialize's _meta may replace it)."""
     model_limits: Mapping[str, Any] = attrs.field(factory=dict)
     """From --model-first-byte-timeout, --model-timeout, --model-total-timeout and
     --model-retries: AgentHost's ``model_*`` arguments (None or missing: the
@@ -53,6 +56,7 @@ async def serve_stdio(options: AcpOptions) -> None:
         roots=[Path.cwd()],
         mcp_servers=list(options.mcp_servers) or None,
         shell_environment=options.shell_environment,
+        sandbox=options.sandbox,
         **options.model_limits,
     )
     port.service = service

@@ -7,6 +7,11 @@ workspace runs it, under ``env -i`` with the environment policy's variables),
 The terminal is shown in the tool call as it starts, so the user watches it run.
 A cancelled turn kills and releases it. The engine captures the command's file
 changes around this call, as it does for a local command.
+
+Confined as a local command is: the sandbox in force wraps ``/bin/sh -c`` in
+bubblewrap inside the ``env -i`` (its limits set by ``prlimit`` inside, as the
+client's spawn takes no pre-exec hook). The editor spawns agent-host on its own
+machine, so the bubblewrap and private temp found here are the terminal's too.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from acp.schema import EnvVariable
 
 from ..session.environment import current_policy
 from ..session.errors import ToolError
+from ..session.sandbox import Launch, Sandbox, sandbox_in_force
 from ..session.state import finish_even_if_cancelled
 from ..session.workspace import CommandResult
 from .errors import CLIENT_FAILURES
@@ -42,15 +48,26 @@ async def run(
     timeout: float,
     max_output: int,
     shown: Callable[[str], Awaitable[None]],
+    *,
+    roots: Sequence[Path] = (),
+    sandbox: Sandbox | None = None,
 ) -> CommandResult:
-    """Run ``command`` in a client terminal; ``shown(terminal_id)`` once it exists."""
-    environ = current_policy.get().environment()
+    """Run ``command`` in a client terminal; ``shown(terminal_id)`` once it exists.
+    ``roots`` and ``sandbox``: as for a local command (``run_shell``)."""
+    launch = sandbox_in_force(sandbox).launch(
+        ["/bin/sh", "-c", command],
+        roots=roots or [cwd],
+        cwd=cwd,
+        env=current_policy.get().environment(),
+        preexec=False,
+    )
+    environ = launch.env
     try:
         created = await asyncio.wait_for(
             conn.create_terminal(
                 session_id=session_id,
                 command=ENV,
-                args=wrapped(command, environ),
+                args=wrapped(launch.argv, environ),
                 env=[EnvVariable(name=k, value=v) for k, v in environ.items()],
                 cwd=str(cwd),
                 # The model's budget is characters; a character is at most 4 bytes.
@@ -64,7 +81,7 @@ async def run(
     ids = {"session_id": session_id, "terminal_id": terminal_id}
     try:
         await shown(terminal_id)
-        return await _follow(conn, ids, timeout, max_output)
+        return _judged(await _follow(conn, ids, timeout, max_output), launch)
     except BaseException:
         # Cancelled, or the client failed us: the command must not outlive its call.
         await finish_even_if_cancelled(_quietly("kill", conn.kill_terminal(**ids)))
@@ -101,15 +118,24 @@ async def _follow(
     )
 
 
-def wrapped(command: str, environ: dict[str, str]) -> list[str]:
-    """``env``'s arguments to run ``/bin/sh -c command`` in exactly ``environ``.
+def _judged(result: CommandResult, launch: Launch) -> CommandResult:
+    if launch.note:
+        result.output = f"{launch.note}\n{result.output}"
+    result.sandboxed = launch.confined
+    result.sandbox_denial = launch.denial(result.output, result.exit_code)
+    return result
+
+
+def wrapped(argv: Sequence[str], environ: dict[str, str]) -> list[str]:
+    """``env``'s arguments to run ``argv`` (``/bin/sh -c command``, in the sandbox
+    or not) in exactly ``environ``.
 
     ``env`` in terminal/create only adds to the editor's own environment, which
     holds whatever the editor was started with (the model's key, tokens): ``env -i``
     clears it, so the command sees the policy's environment and nothing else.
     """
     pairs = [f"{k}={v}" for k, v in environ.items() if "=" not in k]
-    return ["-i", *pairs, "/bin/sh", "-c", command]
+    return ["-i", *pairs, *argv]
 
 
 def _exit_code(code: int | None, signal_name: str | None) -> int | None:

@@ -103,9 +103,19 @@ class ToolCalls:
         call_id = open_call.call.call_id if open_call else f"permission-{id(request)}"
         root = workspace.roots[0]
         content = _proposed(request, root)
+        title = convert.tool_title(request.tool, request.arguments)
+        if request.sandbox_denial is not None:
+            # The same call, asked about again: its run in the sandbox failed.
+            title = f"Run without the sandbox: {title}"
+            content = [
+                convert.text_content(
+                    f"The sandbox stopped this command: {request.sandbox_denial}. "
+                    "Allowing runs it again without the sandbox."
+                )
+            ]
         return s.ToolCallUpdate(
             tool_call_id=call_id,
-            title=convert.tool_title(request.tool, request.arguments),
+            title=title,
             kind=convert.tool_kind(request.tool),
             status="pending",
             content=content,

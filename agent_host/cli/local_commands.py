@@ -64,6 +64,7 @@ async def acp(args: argparse.Namespace) -> int:
         approval=args.approval,
         mcp_servers=args.mcp_servers,
         shell_environment=args.shell_environment,
+        sandbox=args.sandbox,
         model_limits=limits_of(args),
     )
     await serve_stdio(options)

@@ -10,6 +10,7 @@ from .. import __version__
 from ..session import default_store_url
 from ..session.approval import APPROVALS
 from ..session.providers.registry import DEFAULT_MODEL, SUPPORTED_FORMS
+from ..session.sandbox.policy import SANDBOX_MODES
 from .local_commands import acp, check_acp, demo, schema, serve
 from .parser_limits import add_limit_flags
 from .run import check_run, run
@@ -24,6 +25,12 @@ SHELL_ENV_HELP = (
     "what of the environment commands and MCP servers see (default: all but "
     "*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* and the model keys): JSON "
     '{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME: value}}'
+)
+
+SANDBOX_HELP = (
+    "how commands and MCP servers are confined: workspace-write (default: write the "
+    "workspace and a private temp, no network, secrets unreadable), read-only, full (no "
+    "sandbox); default $AGENT_HOST_SANDBOX"
 )
 
 
@@ -107,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         'Cursor keep it, {"mcpServers": {"NAME": {"command": ..., "args": [...]}}}',
     )
     acp_parser.add_argument("--shell-env", metavar="FILE", help=SHELL_ENV_HELP)
+    acp_parser.add_argument("--sandbox", choices=SANDBOX_MODES, help=SANDBOX_HELP)
     acp_parser.set_defaults(check=check_acp, mcp_servers=(), shell_environment=None)
 
     run_parser = add(
@@ -137,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         '(or {"url": ..., "headers": {...}} for a streamable HTTP server)',
     )
     run_parser.add_argument("--shell-env", metavar="FILE", help=SHELL_ENV_HELP)
+    run_parser.add_argument("--sandbox", choices=SANDBOX_MODES, help=SANDBOX_HELP)
     run_parser.set_defaults(check=check_run, mcp_servers=None, shell_environment=None)
 
     sessions_parser = add(

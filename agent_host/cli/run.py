@@ -84,6 +84,8 @@ def wire_server(config: Any) -> dict[str, Any]:
         }
         if config.cwd:
             server["cwd"] = config.cwd
+        if config.sandbox is not None:
+            server["sandbox"] = config.sandbox.to_json()
     if config.tool_timeout is not None:
         server["timeout"] = config.tool_timeout * 1000  # milliseconds, as the file has it
     return server
@@ -100,6 +102,7 @@ async def run(args: argparse.Namespace) -> int:
         on_event=out.event,
         on_permission=turn.ask_permission,
         shell_environment=args.shell_environment,
+        sandbox=args.sandbox,
     )
     turn.client = client
     loop = asyncio.get_running_loop()
@@ -204,7 +207,7 @@ class _Turn:
     async def ask_permission(self, params: dict[str, Any]) -> str:
         self.out.pause()
         tool = params.get("tool", "?")
-        what = _describe_call(tool, params.get("arguments") or {})
+        what = _describe_call(tool, params.get("arguments") or {}, params.get("sandboxDenial"))
         if not _interactive():
             print(
                 f"agent-host: rejected {what}: --approve {self.args.approve} asks before "
@@ -241,7 +244,10 @@ def _interactive() -> bool:
         return False
 
 
-def _describe_call(tool: str, arguments: dict[str, Any]) -> str:
+def _describe_call(tool: str, arguments: dict[str, Any], denial: str | None = None) -> str:
+    if denial is not None:
+        command = shorten(str(arguments.get("command", "")), 120)
+        return f"`{command}` again WITHOUT the sandbox (the sandbox stopped it: {denial})"
     if "command" in arguments:
         return f"{tool} `{shorten(arguments['command'], 120)}`"
     if "path" in arguments:

@@ -62,8 +62,10 @@ async def aagent(first: Any, prompt: str | None = None, /, **options: Any) -> Tu
 def agent_session(harness: Any = None, /, *, sandbox: Any = None, **options: Any) -> Session:
     """A Session, for ``with``; ``session_id=`` continues a stored session.
     ``harness``: None or agent-host's own (CapabilityUnsupported for another);
-    ``sandbox``: None (CapabilityUnsupported for a sandbox: there is none yet)."""
-    _check_shape(harness, sandbox)
+    ``sandbox``: the policy commands run under: None (workspace-write), a mode's
+    name, its JSON form or a SandboxPolicy (CapabilityUnsupported for a sandbox
+    object to run in)."""
+    options = _shaped(harness, sandbox, options)
     return open_blocking(options, _continues(options), "agent_session")
 
 
@@ -71,7 +73,7 @@ def aagent_session(
     harness: Any = None, /, *, sandbox: Any = None, **options: Any
 ) -> OpeningSession:
     """``await`` it, or ``async with aagent_session(...) as s``."""
-    _check_shape(harness, sandbox)
+    options = _shaped(harness, sandbox, options)
     return OpeningSession(options, _continues(options))
 
 
@@ -80,18 +82,20 @@ def agent_resume(state: State, *, sandbox: Any = None, **options: Any) -> Sessio
     approval; ``options`` override them and add what a State never holds
     (``api_key``, ``base_url``, ``provider``, callbacks). StateIncompatible when
     that session is no longer in the store (deleted)."""
-    check_sandbox(sandbox)
+    options = _shaped(None, sandbox, options)
     return open_blocking(_resumed(state, options), FROM_STATE, "agent_resume")
 
 
 def aagent_resume(state: State, *, sandbox: Any = None, **options: Any) -> OpeningSession:
-    check_sandbox(sandbox)
+    options = _shaped(None, sandbox, options)
     return OpeningSession(_resumed(state, options), FROM_STATE)
 
 
-def _check_shape(harness: Any, sandbox: Any) -> None:
+def _shaped(harness: Any, sandbox: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the sandbox LiteLLM's shape named (checked first)."""
     check_harness(harness)
-    check_sandbox(sandbox)
+    policy = check_sandbox(sandbox)
+    return options if policy is None else {**options, "sandbox": policy}
 
 
 def _continues(options: dict[str, Any]) -> bool:

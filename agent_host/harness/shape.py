@@ -1,23 +1,24 @@
 """LiteLLM's call shape: ``agent_session(harness, sandbox=..., **options)``.
 
 LiteLLM's harness API drives several agent runtimes (Claude Code, Codex …) in a
-sandbox it is given. agent-host is one runtime, its own, and has no command
-sandbox yet: its commands run as the user, in the workspace folder. The two
+sandbox it is given. agent-host is one runtime, its own, and confines its commands
+itself (:mod:`agent_host.session.sandbox`): ``sandbox=`` names its policy. The two
 arguments are taken so that code written for LiteLLM runs unchanged where it can,
 and is refused with a typed error where it would mean something agent-host does
-not do.
+not do (a sandbox object such as a Docker box to run in).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..session.errors import CapabilityUnsupported
+from ..session.sandbox import SANDBOX_MODES, SandboxPolicy
 from .state import HARNESS
 
-NO_SANDBOX = (None, "none", "full")
-"""The ``sandbox=`` values that ask for nothing agent-host lacks: no sandbox
-(``"full"``: full access, LiteLLM's name for running unconfined)."""
+NO_SANDBOX = ("none", "full")
+"""The ``sandbox=`` names of running unconfined (``"full"``: full access)."""
 
 _OWN_NAMES = {HARNESS, "agent_host", "agenthost"}
 
@@ -37,14 +38,22 @@ def check_harness(harness: Any) -> None:
     )
 
 
-def check_sandbox(sandbox: Any) -> None:
-    """No sandbox (see NO_SANDBOX); CapabilityUnsupported for any other value."""
-    if sandbox is None or (isinstance(sandbox, str) and sandbox in NO_SANDBOX):
-        return
+def check_sandbox(sandbox: Any) -> Any:
+    """AgentHost's ``sandbox=`` for the facades' ``sandbox=``: None (the default,
+    workspace-write), a mode's name (``"none"`` is ``"full"``), the policy's JSON
+    form or a SandboxPolicy; CapabilityUnsupported for anything else (a sandbox
+    object to run in, an unknown name)."""
+    if sandbox is None or isinstance(sandbox, SandboxPolicy | Mapping):
+        return sandbox
+    if isinstance(sandbox, str) and sandbox in NO_SANDBOX:
+        return "full"
+    if isinstance(sandbox, str) and sandbox in SANDBOX_MODES:
+        return sandbox
     raise CapabilityUnsupported(
-        f"agent-host has no command sandbox yet, so sandbox={_named(sandbox)} cannot be "
-        "honoured: its commands run as you, in the workspace folder. Run agent-host "
-        "inside a container (or a VM) to confine it, and pass sandbox=None"
+        f"agent-host confines its commands itself and cannot run in sandbox="
+        f"{_named(sandbox)}: pass sandbox= one of {', '.join(SANDBOX_MODES)} (or None: "
+        "workspace-write), or run agent-host inside that container yourself with "
+        "sandbox='full'"
     )
 
 

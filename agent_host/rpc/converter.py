@@ -85,6 +85,16 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_func(
         lambda t: t == (float | str | dict[str, float] | None), structure_limit
     )
+
+    def structure_sandbox(value: Any, _: type) -> Any:
+        # A sandbox policy: checked by the engine, which names the field.
+        if value is None or isinstance(value, (str, dict)):
+            return value
+        raise TypeError(f"expected a mode name or an object, got {_json_type(value)}")
+
+    converter.register_structure_hook_func(
+        lambda t: t == (str | dict[str, Any] | None), structure_sandbox
+    )
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is list, lambda t: _list_structure(converter, t)
     )

@@ -15,6 +15,7 @@ from ..service import ContextItem
 from ..session.approval import Approval, Decision
 
 ModelLimit = float | str | dict[str, float] | None
+SandboxOption = str | dict[str, Any] | None
 """A model time limit: a number, or per provider (checked by the engine)."""
 
 StopReason = Literal["end_turn", "cancelled", "max_turns", "refusal", "max_tokens", "error"]
@@ -43,6 +44,13 @@ class InitializationOptions:
     ``{"include": [patterns kept], "exclude": [patterns removed], "set": {NAME:
     value}}``. Default: all of it but names like ``*KEY*``, ``*TOKEN*``,
     ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*`` and the model providers' keys."""
+    sandbox: SandboxOption = None
+    """How commands and stdio MCP servers are confined: ``"workspace-write"`` (the
+    default: write the workspace and a private temp, read all but secret places, no
+    network), ``"read-only"``, ``"full"`` (no sandbox), or ``{"mode", "writable",
+    "deny", "network", "gitWritable", "limits": {"processes", "memoryBytes",
+    "fileSizeBytes", "cpuSeconds"}, "fallback": "refuse" | "full"}`` (docs/security.md).
+    Unset: AGENT_HOST_SANDBOX, else workspace-write."""
     model_first_byte_timeout: ModelLimit = None
     """Seconds one attempt at a model call may wait for the response to begin before
     it is retried (and the user told). A number, or per provider: ``{"*": 15,
@@ -395,6 +403,9 @@ class PermissionParams:
     proposed: str | None = None
     """For an edit of a text file: the whole text the tool would leave there, as the
     engine's preview computed it (absent when unknown; ``diff`` still says it)."""
+    sandbox_denial: str | None = None
+    """For a command the sandbox stopped: why. Allowing runs it again without the
+    sandbox ("always": that command, from now on)."""
     options: list[Decision] = attrs.field(
         factory=lambda: ["allow_once", "allow_always", "reject_once", "reject_always"]
     )

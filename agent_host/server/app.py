@@ -33,6 +33,7 @@ from ..session import events as ev
 from ..session.approval import PermissionRequest
 from ..session.compaction import CompactionProgress
 from ..session.environment import ShellEnvironmentError
+from ..session.errors import SandboxConfigError
 from ..session.model import ModelWait, TextDelta
 from ..session.providers.limits import SETTINGS as LIMIT_SETTINGS
 from ..session.providers.registry import DEFAULT_MODEL
@@ -94,6 +95,7 @@ class AgentServer(LanguageServer):
             arguments=request.arguments,
             diff=request.diff,
             proposed=request.after,
+            sandbox_denial=request.sandbox_denial,
         )
         msg_id = str(uuid.uuid4())
         pending = self.protocol.send_request_async(
@@ -206,10 +208,11 @@ def create_server() -> AgentServer:
                 roots=roots,
                 mcp_servers=options.mcp_servers,
                 shell_environment=options.shell_environment,
+                sandbox=options.sandbox,
                 **{s.option: getattr(options, s.option) for s in LIMIT_SETTINGS},
                 create_unknown=True,  # the dialect's: an unknown id is an empty session
             )
-        except ShellEnvironmentError as exc:
+        except (ShellEnvironmentError, SandboxConfigError) as exc:
             raise to_wire(InvalidParams(f"initializationOptions.{exc}")) from None
         except OSError as exc:  # a workspace or store folder that cannot be used
             raise to_wire(InvalidParams(f"cannot start: {exc}")) from None

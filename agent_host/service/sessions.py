@@ -38,6 +38,7 @@ from ..session.op_queue import Wait
 from ..session.providers.limits import BY_OPTION as MODEL_LIMIT_OPTIONS
 from ..session.providers.registry import DEFAULT_MODEL
 from ..session.resources import McpConfigs
+from ..session.sandbox import SandboxPolicy
 from ..session.session_folder import session_started
 from ..session.store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from ..session.store.adapted import as_checkpointer
@@ -183,6 +184,14 @@ class SessionService:
         policy.register_secrets()
         for host in self._hosts.values():
             host.shell_environment = policy
+
+    def set_sandbox_policy(self, policy: SandboxPolicy) -> None:
+        """The sandbox of every host's sessions from now on, made or to come (a
+        session that chose its own keeps it)."""
+        self._options["sandbox"] = policy
+        for host in self._hosts.values():
+            old, host.sandbox = host.sandbox, host.sandbox.with_policy(policy)
+            old.close()
 
     # -- handles: one per session this service holds
 
@@ -450,6 +459,14 @@ class SessionService:
 
     def approval_of(self, session_id: str) -> Approval:
         return self.held(session_id).approval
+
+    def set_sandbox(self, session_id: str, mode: str) -> None:
+        """The session's sandbox mode from its next command on (the host's policy
+        in that mode: its deny list, limits and network stay)."""
+        self.held(session_id).set_sandbox(mode)
+
+    def sandbox_of(self, session_id: str) -> SandboxPolicy:
+        return self.held(session_id).sandbox.policy
 
     async def close(self, session_id: str) -> None:
         """Stop the session's running turn and let go of it here; it stays stored."""

@@ -9,6 +9,11 @@ declare themselves read-only (``external_read``). An edit of a protected path
 disguise) is approved as a command is, and asked for each time: an answer
 remembered for the tool is neither used nor kept for it. A callback that is
 missing, fails or times out is a rejection, never an approval.
+
+Running a command again without the sandbox, after the sandbox stopped it, is
+asked for under every policy, ``auto`` too (which approves what runs confined, not
+its escape), and refused outright under ``read-only``; "always" is remembered for
+that command (its exact text), not for the tool.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class PermissionRequest:
     """The model's id of the tool call asked about (as in its tool_call event)."""
     protected: str | None = None
     """For an edit of a protected path: which, and why it is a command in disguise."""
+    sandbox_denial: str | None = None
+    """For a command the sandbox stopped: why. Approving runs it again without the
+    sandbox."""
 
 
 PermissionCallback = Callable[[PermissionRequest], Awaitable[Decision]]
@@ -67,6 +75,9 @@ class Gate:
     ask: PermissionCallback | None = None
     timeout: float = 300.0
     remembered: dict[str, bool] = attrs.field(factory=dict)
+    unconfined: dict[str, bool] = attrs.field(factory=dict)
+    """Commands (their exact text) the user answered "always" about running
+    without the sandbox: True to run them so at once, False never to ask again."""
 
     def needs_asking(self, kind: ToolKind) -> bool | None:
         """True to ask, False to allow, None to refuse outright."""
@@ -91,18 +102,40 @@ class Gate:
             return self.remembered[request.tool]
         if self.ask is None:
             return False
-        try:
-            decision = await asyncio.wait_for(self.ask(request), self.timeout)
-        except TimeoutError:
-            log.warning(
-                "permission for %s timed out after %ss: rejected", request.tool, self.timeout
-            )
-            return False
-        except Exception:
-            log.exception("permission callback failed for %s: rejected", request.tool)
-            return False
+        decision = await self._ask(request)
         if remember and decision == "allow_always":
             self.remembered[request.tool] = True
         elif remember and decision == "reject_always":
             self.remembered[request.tool] = False
         return decision in ("allow_once", "allow_always")
+
+    def runs_unconfined(self, command: str) -> bool:
+        """Whether the user said to always run ``command`` without the sandbox."""
+        return self.policy != "read-only" and self.unconfined.get(command, False)
+
+    async def allows_unconfined(self, request: PermissionRequest) -> bool:
+        """Whether to run the command of ``request`` (``sandbox_denial`` set) again
+        without the sandbox: always the user's answer, whatever the policy."""
+        command = str(request.arguments.get("command", ""))
+        if self.policy == "read-only" or self.ask is None:
+            return False
+        if command in self.unconfined:
+            return self.unconfined[command]
+        decision = await self._ask(request)
+        if decision == "allow_always":
+            self.unconfined[command] = True
+        elif decision == "reject_always":
+            self.unconfined[command] = False
+        return decision in ("allow_once", "allow_always")
+
+    async def _ask(self, request: PermissionRequest) -> Decision:
+        assert self.ask is not None
+        try:
+            return await asyncio.wait_for(self.ask(request), self.timeout)
+        except TimeoutError:
+            log.warning(
+                "permission for %s timed out after %ss: rejected", request.tool, self.timeout
+            )
+        except Exception:
+            log.exception("permission callback failed for %s: rejected", request.tool)
+        return "reject_once"

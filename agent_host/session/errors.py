@@ -221,6 +221,17 @@ class PathChanged(ToolError):
     nothing was done through it, and trying again re-checks it."""
 
 
+class SandboxUnavailable(ToolError):
+    """Commands are to run confined (``read-only`` or ``workspace-write``) and no
+    mechanism can confine them here (bubblewrap missing, no user namespaces): they
+    are refused, never run unconfined, unless the policy's ``fallback`` is
+    ``full``. The message names the reason and the way to choose."""
+
+
+class SandboxConfigError(AgentHostError, ValueError):
+    """A sandbox policy that cannot be used: the message names the field."""
+
+
 class PermissionDenied(AgentHostError):
     """The user (or the approval policy) refused a tool call."""
 

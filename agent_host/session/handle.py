@@ -48,6 +48,7 @@ from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .op_queue import OpQueue, Wait, check_wait, remaining
 from .resources import McpConfigs
+from .sandbox import Sandbox, SandboxPolicy, using_sandbox
 from .session_folder import session_files, session_started
 from .state import SessionState
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
@@ -74,6 +75,7 @@ class SessionHandle:
         self._queue = OpQueue(session_id)
         self._state: SessionState | None = None
         self._gate: Gate | None = None
+        self._sandbox: Sandbox | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self.opening: ev.SessionStarted | None = None
         """How the log opens at its first write, for a session made but not stored
@@ -203,6 +205,20 @@ class SessionHandle:
         "always" are kept)."""
         self.gate.policy = check_approval(approval)
 
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox the session's commands run in (the host's unless set)."""
+        return self._sandbox if self._sandbox is not None else self.host.sandbox
+
+    def set_sandbox(self, policy: SandboxPolicy | str | None) -> None:
+        """The session's sandbox from its next command on: a policy, a mode's name
+        (the host's policy in that mode), None: the host's again."""
+        old, self._sandbox = self._sandbox, None
+        if policy is not None:
+            self._sandbox = self.host.sandbox.with_policy(policy)
+        if old is not None:
+            old.close()
+
     async def use_mcp_servers(self, servers: McpConfigs) -> None:
         """The session's own MCP servers instead of the host's, for the host's
         lifetime; never stored, since their config holds secrets."""
@@ -322,7 +338,11 @@ class SessionHandle:
             await close_interrupted_turn(state)
             # Set for this turn's task only: the workspace (whoever made it) and
             # the MCP servers the turn starts read them.
-            with using_policy(host.shell_environment), tracking(host._processes):
+            with (
+                using_policy(host.shell_environment),
+                tracking(host._processes),
+                using_sandbox(self.sandbox, workspace.roots),
+            ):
                 return await run_turn(state, prompt, settings)
 
     async def restore(

@@ -33,6 +33,7 @@ from .providers.limits import provider_keywords
 from .providers.registry import DEFAULT_MODEL
 from .redaction import SECRETS
 from .resources import HostResources, McpConfigs
+from .sandbox import Sandbox, SandboxPolicy, as_sandbox_policy
 from .state import Listener, SessionState
 from .store import Checkpointer, SessionInfo, check_session_id, open_store, opens_a_store
 from .store.adapted import as_checkpointer
@@ -77,11 +78,16 @@ class AgentHost(SessionCalls):
         model_timeout: float | str | Mapping[str, float] | None = None,
         model_total_timeout: float | str | Mapping[str, float] | None = None,
         model_retries: int | str | Mapping[str, int] | None = None,
+        sandbox: SandboxPolicy | str | Mapping[str, Any] | None = None,
     ) -> None:
         """The model's time limits (``model_first_byte_timeout``, ``model_timeout``,
         ``model_total_timeout``, ``model_retries``; see providers/limits.py) are a
         number, or per provider ``"20,ollama=90"`` / ``{"*": 20, "ollama": 90}``;
-        None: the environment's ``AGENT_HOST_MODEL_*``, else the default."""
+        None: the environment's ``AGENT_HOST_MODEL_*``, else the default.
+        ``sandbox``: how commands and stdio MCP servers are confined
+        (:mod:`.sandbox`): a mode's name (``read-only``, ``workspace-write``,
+        ``full``), its JSON form or a SandboxPolicy; None: ``AGENT_HOST_SANDBOX``,
+        else ``workspace-write``."""
         self.persistent = sessions
         if not sessions:
             store = "memory:"
@@ -96,6 +102,8 @@ class AgentHost(SessionCalls):
         SECRETS.add(api_key)
         SECRETS.add_url(store if isinstance(store, str) else None)
         self._processes = CommandProcesses()
+        self.sandbox = Sandbox(as_sandbox_policy(sandbox), hide=_store_places(self.store))
+        """The sandbox of this host's sessions (a session may have its own)."""
         self.workspace = workspace or DiskWorkspace(
             [Path(workdir or os.getcwd())], environment=self.shell_environment
         )
@@ -231,6 +239,14 @@ class AgentHost(SessionCalls):
     def approval_of(self, session_id: str) -> Approval:
         return self.handle(check_session_id(session_id)).approval
 
+    def set_sandbox(self, session_id: str, policy: SandboxPolicy | str | None) -> None:
+        """The session's sandbox from its next command on: a policy, a mode's name,
+        None: the host's."""
+        self.handle(check_session_id(session_id)).set_sandbox(policy)
+
+    def sandbox_of(self, session_id: str) -> SandboxPolicy:
+        return self.handle(check_session_id(session_id)).sandbox.policy
+
     async def close_session(self, session_id: str) -> None:
         """Cancel the session's running turn and let go of what this host holds for
         it (its MCP servers, remembered permissions); it stays stored."""
@@ -257,6 +273,9 @@ class AgentHost(SessionCalls):
         await asyncio.gather(*(handle.cancel() for handle in list(self._handles.values())))
         # What commands left running in sessions of their own ends with the host.
         await asyncio.to_thread(self._processes.close)
+        for handle in self._handles.values():
+            handle.set_sandbox(None)
+        self.sandbox.close()
         await self._resources.close()
         if self._owns_store:
             await self.store.close()
@@ -298,3 +317,16 @@ class AgentHost(SessionCalls):
                 "sessions=False (one conversation in memory): create it with sessions=True "
                 "and a store to use it"
             )
+
+
+def _store_places(store: object) -> list[Path]:
+    """Where a store keeps its sessions on this machine (a file store's folder, an
+    SQLite file and its journals): hidden from commands, which could otherwise
+    rewrite the history a rewind trusts."""
+    root = getattr(store, "root", None)
+    if isinstance(root, Path):
+        return [root]
+    path = getattr(store, "path", None)
+    if isinstance(path, Path):
+        return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
+    return []

@@ -266,6 +266,7 @@ class _Turn:
                 workspace=workspace,
                 change_file=self._change_file,
                 run_command=self._run_command if self.settings.index else None,
+                sandbox_exit=SandboxExit(self.settings.gate, request),
             )
             self.approved_protected = protected_path
             try:
@@ -441,3 +442,21 @@ class _Turn:
             usage=self.usage,
             cost=self.cost,
         )
+
+
+@attrs.define
+class SandboxExit:
+    """The way out of the sandbox for one tool call: the user's answer, through the
+    same permission request as any tool's (``sandbox_denial`` set)."""
+
+    gate: Gate
+    call: PermissionRequest
+
+    def remembered(self, command: str) -> bool:
+        return self.gate.runs_unconfined(command)
+
+    async def ask(self, command: str, denial: str) -> bool:
+        request = attrs.evolve(
+            self.call, kind="command", arguments={**self.call.arguments}, sandbox_denial=denial
+        )
+        return await self.gate.allows_unconfined(request)

@@ -41,10 +41,14 @@ SECRET_ENV = {
 
 @pytest.fixture
 def spawn(spawn):
-    """The agents of these tests have the secrets in their environment."""
+    """The agents of these tests have the secrets in their environment, and run their
+    commands and MCP servers unconfined (sandbox full): these tests read a process's
+    /proc environ by its host pid, and test masking as the last defence against a
+    command that reached the agent's (the default sandbox keeps it out of reach:
+    tests/session/test_sandbox_escapes.py)."""
 
     def start(*args, **kwargs):
-        return spawn(*args, env=SECRET_ENV, **kwargs)
+        return spawn(*args, env={**SECRET_ENV, "AGENT_HOST_SANDBOX": "full"}, **kwargs)
 
     return start
 

@@ -151,15 +151,17 @@ async def test_the_model_is_a_session_config_option(spawn, workspace, tmp_path):
     chosen = f"scripted:{other}"
     async with spawn([{"text": "from the first model"}] * 4) as (conn, client):
         new = await conn.new_session(cwd=str(workspace))
-        [option] = new.config_options
+        # The model, and beside it the sandbox (tests/acp/test_sandbox_exit.py).
+        [option, _] = new.config_options
         first = option.current_value
         assert first.startswith("scripted:") and first != chosen
         sid = new.session_id
         await conn.prompt(session_id=sid, prompt=[acp.text_block("hi")])
         assert client.text(sid) == "from the first model"
         answer = await conn.set_config_option(config_id="model", session_id=sid, value=chosen)
-        [option] = answer.config_options
+        [option, sandbox] = answer.config_options
         assert option.id == "model" and option.current_value == chosen
+        assert sandbox.id == "sandbox"
         await conn.prompt(session_id=sid, prompt=[acp.text_block("switch")])
         await conn.prompt(session_id=sid, prompt=[acp.text_block("and again")])
         assert client.text(sid).endswith("from the other modelfrom the other model")

@@ -1,6 +1,8 @@
 """A server SIGKILLed while a turn's command runs: the command does not outlive it,
 and the next server restores the turn exactly -- the command's changes included,
-though they were never logged before the kill."""
+though they were never logged before the kill. Unconfined (sandbox ``full``), the
+command's processes are followed by host pid and ended by the watchdog; confined,
+bubblewrap's ``--die-with-parent`` ends its pid namespace with the server."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ async def test_a_server_killed_mid_command_restores_exactly_and_leaves_no_comman
         },
         {"text": "done"},
     ]
-    doomed = await agents(steps, store=store)
+    doomed = await agents(steps, store=store, options={"sandbox": "full"})
     session = (await rpc(doomed, "session/new", {}))["sessionId"]
     turn = asyncio.ensure_future(
         rpc(doomed, "session/send", {"sessionId": session, "prompt": "go"}, timeout=60)
@@ -72,3 +74,20 @@ async def test_a_server_killed_mid_command_restores_exactly_and_leaves_no_comman
     assert sorted(done["restoredFiles"]) == ["a.txt", "b.txt", "c.txt"]
     assert done["conflicts"] == [] and done["notCaptured"] == []
     assert tree(workspace) == before
+
+
+async def test_a_confined_command_dies_with_a_killed_server(agents, workspace):
+    late = "sh -c 'sleep 2; echo late > late.txt' >/dev/null 2>&1 & echo go > go.txt; wait"
+    steps = [
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": late}}]},
+        {"text": "done"},
+    ]
+    doomed = await agents(steps)  # the default sandbox, workspace-write
+    turn = asyncio.ensure_future(rpc(doomed, "session/send", {"prompt": "go"}, timeout=60))
+    await wait_until(lambda: (workspace / "go.txt").exists(), 30, "the command")
+    doomed._server.kill()
+    await doomed._server.wait()
+    turn.cancel()
+    await asyncio.gather(turn, return_exceptions=True)
+    await asyncio.sleep(3)
+    assert not (workspace / "late.txt").exists(), "the command outlived the server"

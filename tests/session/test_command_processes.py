@@ -1,6 +1,8 @@
 """Commands end with their call: what a command left running in its session is
 ended when the shell exits; what made a session of its own is reported as detached
-and ended when the host closes."""
+and ended when the host closes. These are the unconfined commands' ways (sandbox
+``full``): a confined command's processes live in a pid namespace of its own and
+all end with it (tests/session/test_sandbox_escapes.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_host.session.host import AgentHost
+from agent_host.session.sandbox import Sandbox
 from agent_host.session.workspace import DiskWorkspace
 from agent_host.session.workspace.processes import CommandProcesses, tracking
 
@@ -49,7 +52,7 @@ def kill(pid: int) -> None:
 
 @pytest.fixture
 def ws(tmp_path) -> DiskWorkspace:
-    return DiskWorkspace([tmp_path])
+    return DiskWorkspace([tmp_path], sandbox=Sandbox("full"))
 
 
 async def test_a_background_job_is_gone_when_the_command_returns(ws):
@@ -126,7 +129,7 @@ async def test_the_host_ends_what_its_turns_commands_detached_when_it_closes(tmp
     script.write_text(json.dumps({"steps": steps}))
     ws = tmp_path / "ws"
     ws.mkdir()
-    host = AgentHost(store="memory:", model=f"scripted:{script}", workdir=ws)
+    host = AgentHost(store="memory:", model=f"scripted:{script}", workdir=ws, sandbox="full")
     try:
         assert (await host.send("start it")).stop_reason == "end_turn"
         [tool] = [m for m in await host.history() if m["role"] == "tool"]

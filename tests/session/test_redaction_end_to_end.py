@@ -82,7 +82,16 @@ def assert_clean(where: str, data: str | bytes) -> None:
     assert not found, f"{where} holds the key as {found}"
 
 
-def test_the_lsp_server_masks_the_key_in_every_output(tmp_path, model_server):
+@pytest.fixture
+def unconfined(monkeypatch):
+    """Commands unconfined (sandbox full): masking is tested as the last defence, so
+    the command must reach the key in the agent's /proc environ, which the default
+    sandbox (a pid namespace of its own) keeps out of reach
+    (tests/session/test_sandbox_escapes.py)."""
+    monkeypatch.setenv("AGENT_HOST_SANDBOX", "full")
+
+
+def test_the_lsp_server_masks_the_key_in_every_output(tmp_path, model_server, unconfined):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     store = tmp_path / "store"
@@ -121,7 +130,7 @@ def test_the_lsp_server_masks_the_key_in_every_output(tmp_path, model_server):
     assert all(KEY in r.headers["authorization"] for r in model_server.received)
 
 
-def test_run_json_masks_the_key_in_its_lines_and_stderr(tmp_path, model_server):
+def test_run_json_masks_the_key_in_its_lines_and_stderr(tmp_path, model_server, unconfined):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     store = tmp_path / "store"

@@ -11,12 +11,21 @@ from pathlib import Path
 import pytest
 
 from agent_host.session.errors import PathOutsideWorkspace, ToolError
+from agent_host.session.sandbox import Sandbox
 from agent_host.session.workspace import DiskWorkspace, compile_glob
 
 
 @pytest.fixture
 def ws(root: Path) -> DiskWorkspace:
     return DiskWorkspace([root])
+
+
+@pytest.fixture
+def unconfined_ws(root: Path) -> DiskWorkspace:
+    """For the tests that follow a command's processes by their host pids: the
+    unconfined mode's (a confined command's pids are its namespace's, and all of
+    them end with it: tests/session/test_sandbox_escapes.py)."""
+    return DiskWorkspace([root], sandbox=Sandbox("full"))
 
 
 def _alive(pid: int) -> bool:
@@ -342,17 +351,17 @@ async def test_run_command_merges_output_and_reports_the_exit_code(ws, root):
     assert not result.timed_out and not result.truncated
 
 
-async def test_timeout_kills_the_whole_process_group(ws, root):
+async def test_timeout_kills_the_whole_process_group(unconfined_ws, root):
     started = time.monotonic()
-    result = await ws.run_command("sleep 30 & echo $! > bg.pid; sleep 30", timeout=0.5)
+    result = await unconfined_ws.run_command("sleep 30 & echo $! > bg.pid; sleep 30", timeout=0.5)
     assert time.monotonic() - started < 5
     assert result.timed_out and result.exit_code is None
     assert _wait_dead(int((root / "bg.pid").read_text()))
 
 
-async def test_children_holding_the_output_open_do_not_hold_the_call(ws, root):
+async def test_children_holding_the_output_open_do_not_hold_the_call(unconfined_ws, root):
     started = time.monotonic()
-    result = await ws.run_command("sleep 30 & echo $! > bg.pid; echo done", timeout=20)
+    result = await unconfined_ws.run_command("sleep 30 & echo $! > bg.pid; echo done", timeout=20)
     assert time.monotonic() - started < 5
     assert result.exit_code == 0 and result.output == "done\n"
     assert _wait_dead(int((root / "bg.pid").read_text()))
@@ -378,8 +387,8 @@ async def test_capped_output_is_exact_when_it_fits_in_memory(ws):
 
 
 @pytest.mark.exclusive  # the killed group must be gone within 3 s
-async def test_cancelling_the_call_kills_the_process_group(ws, root):
-    task = asyncio.create_task(ws.run_command("sleep 30 & echo $! > bg.pid; sleep 30"))
+async def test_cancelling_the_call_kills_the_process_group(unconfined_ws, root):
+    task = asyncio.create_task(unconfined_ws.run_command("sleep 30 & echo $! > bg.pid; sleep 30"))
     pid = int(await _wait_for_file(root / "bg.pid"))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..environment import looks_secret
-from ..errors import McpConfigError
+from ..errors import McpConfigError, SandboxConfigError
 from ..redaction import SECRETS, looks_like_token
+from ..sandbox.policy import SandboxPolicy
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -62,6 +63,9 @@ class McpServerConfig:
     headers: Pairs = ()
     tool_timeout: float | None = None
     """Seconds a call of one of its tools may take (None: :class:`McpServers`' default)."""
+    sandbox: SandboxPolicy | None = None
+    """How a stdio server is confined (None: as the session's commands are). A
+    server that needs the network, say, is given ``{"network": true}``, or ``"full"``."""
 
     def __attrs_post_init__(self) -> None:
         if not name_ok(self.name):
@@ -193,10 +197,20 @@ def _server(
             env=pairs(obj, "env", path),
             cwd=_string(obj, "cwd", path),
             tool_timeout=timeout,
+            sandbox=_sandbox(obj, path),
         )
     return McpServerConfig(
         name=name, url=_url(obj, path), headers=pairs(obj, "headers", path), tool_timeout=timeout
     )
+
+
+def _sandbox(obj: dict, path: str) -> SandboxPolicy | None:
+    if "sandbox" not in obj:
+        return None
+    try:
+        return SandboxPolicy.from_json(obj["sandbox"], where=f"{path}.sandbox")
+    except SandboxConfigError as exc:
+        raise McpConfigError(str(exc)) from None
 
 
 def _tool_timeout(obj: dict, path: str) -> float | None:

@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import tempfile
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ... import __version__
 from ..environment import current_policy
+from ..errors import SandboxUnavailable
 from ..redaction import SECRETS
+from ..sandbox import Sandbox, current_roots, sandbox_in_force
 from ..workspace import processes
 from .config import McpServerConfig, safe_url
 
@@ -57,6 +61,8 @@ class McpConnection:
         self.config = config
         # Set by the server's tools/list_changed, whatever its capabilities claimed.
         self.tools_changed = False
+        self._own_sandbox: Sandbox | None = None
+        """The sandbox of a server configured with its own (its temp goes with it)."""
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()  # the session is published, or the owner ended
         self._ending = asyncio.Event()  # close() was called, or the server went away
@@ -155,6 +161,8 @@ class McpConnection:
                 log.debug("MCP server %r owner ended with an error", self.config.name)
         if self._stderr is not None:
             self._stderr.close()
+        if self._own_sandbox is not None:
+            self._own_sandbox.close()
 
     async def _own(self) -> None:
         from mcp import ClientSession, types
@@ -229,14 +237,11 @@ class McpConnection:
             spawn.install()
             spawn.on_spawn.set(self._spawned)  # this (the owner) task's context only
             self._phase = "spawn"
-            params = StdioServerParameters(
-                command=config.command or "",
-                args=list(config.args),
-                # The host's command environment policy (secrets out), its own env
-                # over it. (The SDK adds HOME, PATH, ... back if a policy dropped them.)
-                env={**current_policy.get().environment(), **dict(config.env)},
-                cwd=config.cwd,
-            )
+            # The host's command environment policy (secrets out), its own env
+            # over it. (The SDK adds HOME, PATH, ... back if a policy dropped them.)
+            env = {**current_policy.get().environment(), **dict(config.env)}
+            command, args, env = self._confined(config.command or "", list(config.args), env)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=config.cwd)
             # Typed TextIO, but the SDK only hands it to the process as its stderr.
             errlog = cast(TextIO, self._stderr)
             return await stack.enter_async_context(stdio_client(params, errlog=errlog))
@@ -253,6 +258,25 @@ class McpConnection:
         return await stack.enter_async_context(
             streamable_http_client(config.url or "", http_client=client)
         )
+
+    def _confined(
+        self, command: str, args: list[str], env: dict[str, str]
+    ) -> tuple[str, list[str], dict[str, str]]:
+        """The server's command line under its sandbox (its own, else the session's);
+        a command that is not found is left as it is, so that the spawn fails and
+        says so. SandboxUnavailable when it cannot be confined."""
+        own = self.config.sandbox
+        chosen = sandbox_in_force()
+        if own is not None:
+            chosen = chosen.with_policy(own)
+            self._own_sandbox = chosen
+        found = shutil.which(command, path=env.get("PATH", os.defpath))
+        if found is None or not chosen.policy.confined:
+            return command, args, env
+        cwd = Path(self.config.cwd or os.getcwd())
+        roots = list(current_roots.get()) or [cwd]
+        launch = chosen.launch([found, *args], roots=roots, cwd=cwd, env=env, preexec=False)
+        return launch.argv[0], launch.argv[1:], launch.env
 
     async def _on_message(self, message: object) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
@@ -285,7 +309,9 @@ class McpConnection:
 
         leaf = _leaf(exc)
         config = self.config
-        if isinstance(leaf, FileNotFoundError):
+        if isinstance(leaf, SandboxUnavailable):
+            text = f"not started: {leaf}"
+        elif isinstance(leaf, FileNotFoundError):
             if config.cwd and leaf.filename == config.cwd:
                 text = f"working directory {config.cwd!r} does not exist"
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
 
@@ -25,6 +26,19 @@ class ToolContext:
     """Run a shell command: ``(command, timeout, max_output)``. The engine's
     captures what the command changed in the workspace; None runs it through the
     workspace directly."""
+    sandbox_exit: SandboxExit | None = None
+    """Asks the user to run a command the sandbox stopped without it (None: the
+    way out is closed, as outside a host's turn)."""
+
+
+class SandboxExit(Protocol):
+    def remembered(self, command: str) -> bool:
+        """Whether the user said to always run ``command`` without the sandbox."""
+        ...
+
+    async def ask(self, command: str, denial: str) -> bool:
+        """Whether the user approves running ``command`` without the sandbox now."""
+        ...
 
 
 @attrs.define

@@ -37,6 +37,10 @@ class CommandResult:
     detached: list[int] = attrs.field(factory=list)
     """Pids of processes the command started that made a session of their own
     (``setsid``) and so were left running when it ended."""
+    sandboxed: bool = False
+    """Whether it ran confined (:mod:`~agent_host.session.sandbox`)."""
+    sandbox_denial: str | None = None
+    """Why the sandbox stopped it, when its failure says so (None: nothing does)."""
 
 
 class Workspace(Protocol):

@@ -16,6 +16,7 @@ from ..blobs import blob_id
 from ..environment import EnvironmentPolicy
 from ..errors import FileChanged, FileTooLarge, PathChanged, PathOutsideWorkspace, ToolError
 from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
+from ..sandbox import Sandbox
 from .base import CommandResult, IfContent
 from .dirfd import (
     OLD_TEMP_NAME,
@@ -49,6 +50,7 @@ class DiskWorkspace:
         roots: Sequence[str | os.PathLike[str]],
         *,
         environment: EnvironmentPolicy | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if not roots:
             raise ValueError("a workspace needs at least one root folder")
@@ -62,6 +64,9 @@ class DiskWorkspace:
         self.environment = environment
         """The policy commands run under (None: the one of the host whose turn
         runs them, else the default), applied to os.environ at each call."""
+        self.sandbox = sandbox
+        """The sandbox commands run in (None: the one of the host whose turn runs
+        them, else the default)."""
 
     def __repr__(self) -> str:
         return f"DiskWorkspace({[str(r) for r in self.roots]})"
@@ -179,7 +184,9 @@ class DiskWorkspace:
     ) -> CommandResult:
         env = None if self.environment is None else self.environment.environment()
         where = _root_or_first(self.roots, cwd)
-        return await run_shell(command, where, timeout, max_output, env=env)
+        return await run_shell(
+            command, where, timeout, max_output, env=env, roots=self.roots, sandbox=self.sandbox
+        )
 
 
 def _root_or_first(roots: list[Path], cwd: Path | None) -> Path:

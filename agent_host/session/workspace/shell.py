@@ -1,16 +1,18 @@
 """run_shell: a command under ``/bin/sh -c`` in a session of its own, its environment
-under the policy in force, output capped; nothing it started outlives the call."""
+under the policy in force, confined by the sandbox in force, output capped; nothing
+it started outlives the call."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..environment import current_policy
 from ..limits import COMMAND_DEFAULT_TIMEOUT, COMMAND_MAX_OUTPUT
+from ..sandbox import Sandbox, sandbox_in_force
 from . import processes as procs
 from .base import CommandResult
 
@@ -26,11 +28,19 @@ async def run_shell(
     max_output: int = COMMAND_MAX_OUTPUT,
     *,
     env: Mapping[str, str] | None = None,
+    roots: Sequence[Path] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandResult:
     """Run ``command`` under ``/bin/sh -c`` in a session (and process group) of its own.
 
     ``env``: the command's environment (default: this process's under the policy
-    in force, :data:`~..environment.current_policy`). The session -- the shell
+    in force, :data:`~..environment.current_policy`). ``roots``: the folders a
+    ``workspace-write`` sandbox lets it write (default: ``cwd``); the sandbox is
+    ``sandbox``, else the one in force (:func:`~..sandbox.sandbox_in_force`):
+    SandboxUnavailable if
+    it must confine the command and cannot. Confined, the command runs in a pid
+    namespace of its own: what it started, ``setsid`` or not, ends with it. The
+    session -- the shell
     and everything it started -- is killed on timeout and when the awaiting task
     is cancelled; when the shell exits, what is left of it is ended (SIGTERM,
     then SIGKILL) once the output pipe closes or after a grace. A process that
@@ -42,6 +52,9 @@ async def run_shell(
     token = secrets.token_hex(8)
     environ = dict(current_policy.get().environment() if env is None else env)
     environ[procs.MARKER] = token
+    launch = sandbox_in_force(sandbox).launch(
+        ["/bin/sh", "-c", command], roots=roots or [cwd], cwd=cwd, env=environ
+    )
     since = procs.now_ticks()
     tracker = procs.current_processes.get()
     if tracker is not None:
@@ -50,11 +63,10 @@ async def run_shell(
     # pipes to close, which a background child can hold open for ever.
     transport, protocol = await loop.subprocess_exec(
         lambda: _ShellProtocol(loop, capture),
-        "/bin/sh",
-        "-c",
-        command,
+        *launch.argv,
         cwd=cwd,
-        env=environ,
+        env=launch.env,
+        preexec_fn=launch.preexec,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -86,15 +98,21 @@ async def run_shell(
         if tracker is not None:
             tracker.ended(session, token, detached)
     output, truncated = capture.render()
+    if launch.note:
+        output = f"{launch.note}\n{output}"
+    exit_code = None if timed_out else transport.get_returncode()
+    denial = launch.denial(output, exit_code)
     if detached:
         pids = ", ".join(str(d.pid) for d in detached)
         output += f"\n[left running in a session of its own (setsid): pid {pids}]\n"
     return CommandResult(
-        exit_code=None if timed_out else transport.get_returncode(),
+        exit_code=exit_code,
         output=output,
         timed_out=timed_out,
         truncated=truncated,
         detached=[d.pid for d in detached],
+        sandboxed=launch.confined,
+        sandbox_denial=denial,
     )
 
 

@@ -1,6 +1,9 @@
 /** session/requestPermission under approval "ask", answered by the client. */
 
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { test } from 'node:test';
 import { proposedContent } from '../src/protocol/proposal';
 import type { Decision, PermissionParams } from '../src/protocol/types';
@@ -108,6 +111,35 @@ test('allow_always is remembered for the tool; an answer not offered counts as r
         assert.equal(asked[1].tool, 'run_command');
         assert.equal(asked[1].arguments.command, 'touch ran.txt');
         assert.equal(f.read('ran.txt'), undefined, 'the command did not run');
+    } finally {
+        await f.close();
+    }
+});
+
+test('a command the sandbox stopped is asked about with its reason; allowed, it runs unconfined', async () => {
+    const outside = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-host-vscode-out-')), 'escaped.txt');
+    const f = await serve({
+        approval: 'auto',
+        steps: [
+            { text: '', tool_calls: [{ name: 'run_command', arguments: { command: `echo out > ${outside}` } }] },
+            { text: 'Written outside.' },
+        ],
+    });
+    try {
+        const { api } = f.client;
+        const asked: PermissionParams[] = [];
+        api.setPermissionHandler((params) => {
+            asked.push(params);
+            return 'allow_once';
+        });
+        const { sessionId } = await api.newSession();
+        await api.send({ sessionId, prompt: 'Write outside the project' });
+        assert.equal(asked.length, 1); // auto asks nothing else: only the way out of the sandbox
+        assert.equal(asked[0].kind, 'command');
+        assert.match(asked[0].sandboxDenial ?? '', /wrote where the sandbox lets no command write/);
+        assert.equal(fs.readFileSync(outside, 'utf8'), 'out\n');
+        const result = f.events.find((e) => e.kind === 'tool_result')!.data as { output: string };
+        assert.match(result.output, /the user approved running it without the sandbox/);
     } finally {
         await f.close();
     }

@@ -1,5 +1,9 @@
 """Fixtures for the MCP tests: the test server (tests/session/mcp/server_app.py)
-as a config, the log it keeps, and a set of servers that is closed after the test."""
+as a config, the log it keeps, and a set of servers that is closed after the test.
+
+The servers of these tests run unconfined (sandbox ``full``, here and in the hosts
+they spawn): they test a server's lifecycle by its host pids and log outside any
+workspace. test_sandboxed.py runs them confined."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_host.session.mcp import McpServerConfig, McpServers, McpServerStatus
+from agent_host.session.sandbox import Sandbox, confine
 
 APP = str(Path(__file__).with_name("server_app.py"))
 
@@ -38,6 +43,12 @@ class Reports(list[McpServerStatus]):
 
     def states(self) -> list[tuple[str, str]]:
         return [(s.server, s.state) for s in self]
+
+
+@pytest.fixture(autouse=True)
+def unconfined_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine, "_default", Sandbox("full"))
+    monkeypatch.setenv("AGENT_HOST_SANDBOX", "full")
 
 
 @pytest.fixture

@@ -160,7 +160,7 @@ local function make_config(inst)
   local events = require("agent_host.events")
   local opts = config.options
   local init_options = {}
-  for _, key in ipairs({ "store", "model", "approval" }) do
+  for _, key in ipairs({ "store", "model", "approval", "sandbox" }) do
     if opts[key] ~= nil then
       init_options[key] = opts[key]
     end

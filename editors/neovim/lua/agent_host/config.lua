@@ -10,6 +10,7 @@ M.defaults = {
   model = nil, -- "openai/gpt-4.1-mini", "anthropic/...", "scripted:/path/script.json"
   store = nil, -- "file:///dir", a directory, "sqlite:///x.db", "memory:"
   approval = nil, -- "ask" (server default) | "auto-edit" | "auto" | "read-only"
+  sandbox = nil, -- "workspace-write" (server default) | "read-only" | "full"
   -- The workspace root: a path, or a function(bufnr) returning one. Default:
   -- the nearest folder with one of root_markers above the buffer's file, else
   -- the current directory.
@@ -62,6 +63,7 @@ local function merge(base, over)
 end
 
 local approvals = { ask = true, ["auto-edit"] = true, auto = true, ["read-only"] = true }
+local sandboxes = { ["workspace-write"] = true, ["read-only"] = true, full = true }
 
 function M.set(opts)
   opts = opts or {}
@@ -74,6 +76,7 @@ function M.set(opts)
   check("model", opts.model == nil or type(opts.model) == "string", "a string")
   check("store", opts.store == nil or type(opts.store) == "string", "a string")
   check("approval", opts.approval == nil or approvals[opts.approval] ~= nil, "ask, auto-edit, auto or read-only")
+  check("sandbox", opts.sandbox == nil or sandboxes[opts.sandbox] ~= nil, "workspace-write, read-only or full")
   check("root_dir", opts.root_dir == nil or type(opts.root_dir) == "string" or type(opts.root_dir) == "function", "a string or a function")
   check("chat", opts.chat == nil or type(opts.chat) == "table", "a table")
   M.options = merge(M.defaults, opts)

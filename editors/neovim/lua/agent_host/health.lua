@@ -21,9 +21,10 @@ function M.check()
       )
     end
   end
-  health.info(("model: %s, approval: %s, store: %s"):format(
+  health.info(("model: %s, approval: %s, sandbox: %s, store: %s"):format(
     config.model or "(server default)",
     config.approval or "(server default: ask)",
+    config.sandbox or "(server default: workspace-write)",
     config.store or "(server default)"
   ))
   local client = require("agent_host.client")

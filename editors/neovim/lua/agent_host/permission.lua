@@ -85,8 +85,19 @@ function M.ask(params, done)
     end
   end
   local what = M.describe(params.tool or "?", params.arguments)
+  local labels = M.labels
   local close = function() end
-  if type(params.diff) == "string" and params.diff ~= "" then
+  if type(params.sandboxDenial) == "string" then
+    -- The sandbox stopped this command: the question is whether to run it unconfined.
+    what = "run WITHOUT the sandbox: " .. what
+    labels = vim.tbl_extend("force", M.labels, {
+      allow_always = "Allow always (this command, without the sandbox)",
+      reject_always = "Reject always (this command)",
+    })
+    local command = type(params.arguments) == "table" and params.arguments.command or "?"
+    local text = ("%s\n\nThe sandbox stopped it: %s"):format(tostring(command), params.sandboxDenial)
+    close, M.showing = show_float(text, "sh", " agent-host wants to run without the sandbox ")
+  elseif type(params.diff) == "string" and params.diff ~= "" then
     close, M.showing = show_float(params.diff, "diff", " agent-host wants to " .. what .. " ")
   elseif params.kind == "command" and type(params.arguments) == "table" and params.arguments.command then
     close, M.showing = show_float(tostring(params.arguments.command), "sh", " agent-host wants to run ")
@@ -96,7 +107,7 @@ function M.ask(params, done)
     prompt = ("agent-host: %s?"):format(what),
     kind = "agent_host.permission",
     format_item = function(option)
-      return M.labels[option] or option
+      return labels[option] or option
     end,
   }, function(choice)
     if answered then

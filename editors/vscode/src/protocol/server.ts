@@ -125,6 +125,7 @@ export function initializationOptions(settings: {
     store?: string;
     model?: string;
     approval?: string;
+    sandbox?: string;
 }): InitializationOptions {
     const options: InitializationOptions = {};
     if (settings.store && settings.store.trim()) {
@@ -135,6 +136,9 @@ export function initializationOptions(settings: {
     }
     if (settings.approval && ['ask', 'auto-edit', 'auto', 'read-only'].includes(settings.approval)) {
         options.approval = settings.approval as InitializationOptions['approval'];
+    }
+    if (settings.sandbox && ['workspace-write', 'read-only', 'full'].includes(settings.sandbox)) {
+        options.sandbox = settings.sandbox;
     }
     return options;
 }

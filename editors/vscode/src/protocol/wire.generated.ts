@@ -116,6 +116,15 @@ export interface InitializationOptions {
      */
     shellEnvironment?: Record<string, unknown> | null;
     /**
+     * How commands and stdio MCP servers are confined: `"workspace-write"` (the
+     * default: write the workspace and a private temp, read all but secret places, no
+     * network), `"read-only"`, `"full"` (no sandbox), or `{"mode", "writable",
+     * "deny", "network", "gitWritable", "limits": {"processes", "memoryBytes",
+     * "fileSizeBytes", "cpuSeconds"}, "fallback": "refuse" | "full"}` (docs/security.md).
+     * Unset: AGENT_HOST_SANDBOX, else workspace-write.
+     */
+    sandbox?: string | Record<string, unknown> | null;
+    /**
      * Seconds one attempt at a model call may wait for the response to begin before
      * it is retried (and the user told). A number, or per provider: `{"*": 15,
      * "ollama": 90}` or `"15,ollama=90"`. Default 15 (ollama 50); with the retries,
@@ -529,6 +538,11 @@ export interface PermissionParams {
      * engine's preview computed it (absent when unknown; `diff` still says it).
      */
     proposed?: string | null;
+    /**
+     * For a command the sandbox stopped: why. Allowing runs it again without the
+     * sandbox ("always": that command, from now on).
+     */
+    sandboxDenial?: string | null;
     options?: Decision[];
 }
 

@@ -109,6 +109,7 @@ export class AgentServer {
                 store: config.get<string>('store'),
                 model: config.get<string>('model'),
                 approval: config.get<string>('approval'),
+                sandbox: config.get<string>('sandbox'),
             }),
             outputChannel: this.hooks.output,
             // No restarts by the client: a deliberate stop is not a crash, and a server

@@ -211,7 +211,7 @@ export class Controller implements vscode.Disposable, UiContext {
     }
 
     private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
-        if (!this.server.hasClient || !['serverPath', 'model', 'store', 'approval'].some((k) => e.affectsConfiguration(`agentHost.${k}`))) {
+        if (!this.server.hasClient || !['serverPath', 'model', 'store', 'approval', 'sandbox'].some((k) => e.affectsConfiguration(`agentHost.${k}`))) {
             return;
         }
         void vscode.window

@@ -138,7 +138,12 @@ export class PermissionPrompter {
         const args = params.arguments ?? {};
         let message: string;
         let detail: string;
-        if (params.kind === 'command') {
+        if (params.sandboxDenial) {
+            // The sandbox stopped this command: the question is whether to run it unconfined.
+            const command = typeof args.command === 'string' ? args.command : JSON.stringify(args);
+            message = 'The sandbox stopped a command. Run it again WITHOUT the sandbox?';
+            detail = `${command}\n\nThe sandbox stopped it: ${params.sandboxDenial}`;
+        } else if (params.kind === 'command') {
             const command = typeof args.command === 'string' ? args.command : JSON.stringify(args);
             message = `Agent Host wants to run a command (${params.tool})`;
             detail = command;
@@ -152,11 +157,12 @@ export class PermissionPrompter {
             detail = params.diff ? truncate(params.diff, 40) : JSON.stringify(args, null, 2);
         }
         const offered = params.options && params.options.length ? params.options : (['allow_once', 'reject_once'] as Decision[]);
+        const what = params.sandboxDenial ? 'this command without the sandbox' : params.tool;
         const labels: Record<Decision, string> = {
             allow_once: 'Allow',
-            allow_always: `Always Allow ${params.tool}`,
+            allow_always: `Always Allow ${what}`,
             reject_once: 'Reject',
-            reject_always: `Always Reject ${params.tool}`,
+            reject_always: `Always Reject ${what}`,
         };
         const items: Choice[] = offered.map((decision) => ({ title: labels[decision], decision }));
         const picked = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...items);
