@@ -25,6 +25,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -40,6 +41,16 @@ from .capture_walk import (
     is_executable,
     is_regular,
     sig_of,
+)
+from .capture_watch import (
+    FolderWatcher,
+    INotifyFactory,
+    Pending,
+    Seen,
+    WatchLost,
+    default_inotify,
+    drain,
+    look,
 )
 from .errors import PathOutsideWorkspace, StoreUnavailable
 from .limits import MAX_FILE_BYTES  # files past it: indexed by stat, in not_captured
@@ -74,6 +85,10 @@ DEFAULT_IGNORES: tuple[str, ...] = (
 _READ_BATCH_BYTES = 16 * 1024 * 1024
 """Content read before it is stored and let go: a first index of a large workspace
 never holds more than this (plus one file) in memory."""
+
+VERIFY_EVERY_S = 600.0
+"""How long a watching index trusts its events before a pass walks the whole
+workspace again: the check that finds what no event told of (see capture_watch)."""
 
 _SAVED_VERSION = 1
 """Of the copy :meth:`WorkspaceIndex.save` stores."""
@@ -144,6 +159,10 @@ class _Plan:
     not_captured: list[str]
     folders: dict[str, str]
     started_ns: int
+    stat_only: set[str] = attrs.Factory(set)
+    """Of the files looked at, those kept by stat only."""
+    looked: Pending | None = None
+    """What drained events named that the pass looked at; None for a walk."""
 
 
 class WorkspaceIndex:
@@ -161,6 +180,9 @@ class WorkspaceIndex:
         *,
         ignore: Sequence[str] = DEFAULT_IGNORES,
         max_file_bytes: int = MAX_FILE_BYTES,
+        watch: bool = True,
+        verify_every: float = VERIFY_EVERY_S,
+        inotify: INotifyFactory | None = None,
     ) -> None:
         if not roots:
             raise ValueError("a workspace index needs at least one root folder")
@@ -183,6 +205,23 @@ class WorkspaceIndex:
         self._lapsed = False
         self._saved: str | None = None
         """The blob of :meth:`save`'s copy, while the index is as it was then."""
+        # Watching (see capture_watch): None until the first pass opens it, and
+        # when it cannot be had or was given up (then every pass walks).
+        self._watch = watch
+        self._inotify = inotify
+        self._watcher: FolderWatcher | None = None
+        self._verify_every = verify_every
+        self._walked_at = 0.0
+        self._walk_due = True
+        self._excludes: list[Sig | None] = []
+        self._pending = Pending()
+        """What drained events named that no finished pass has looked at yet: a pass
+        cancelled after its drain leaves them to the next."""
+        self._retry: set[str] = set()
+        """Captured files whose content is not known (it could not be read): read
+        again by every pass, as a walk does."""
+        self.walks = 0
+        """How many passes walked the whole workspace (the rest drained events)."""
 
     def start(self) -> None:
         """Begin the first index in a background task, if not begun already."""
@@ -237,7 +276,8 @@ class WorkspaceIndex:
             copy = orjson.loads(data)
             if copy.get("v") != _SAVED_VERSION:
                 raise ValueError(f"a saved index of version {copy.get('v')!r}")
-            index = cls([Path(r) for r in copy["roots"]], blobs)
+            # Loaded to finish one capture: one walk, nothing to watch.
+            index = cls([Path(r) for r in copy["roots"]], blobs, watch=False)
             index._files = {
                 p: ((size, mtime, ino, mode), blob)
                 for p, (size, mtime, ino, mode, blob) in copy["files"].items()
@@ -264,12 +304,28 @@ class WorkspaceIndex:
         self._stale.add(shown)
         self._saved = None
 
+    def verify_next(self) -> None:
+        """Have the next pass walk the whole workspace rather than trust the
+        watcher (as it does anyway every ``verify_every`` seconds): the check."""
+        self._walk_due = True
+
+    @property
+    def watching(self) -> bool:
+        """Whether passes drain a watcher's events (else each walks)."""
+        return self._watcher is not None
+
     async def close(self) -> None:
-        """Cancel the first index if it is still running; let go of its pins."""
+        """Cancel the first index if it is still running; let go of its pins and
+        its watches."""
         task, self._first = self._first, None
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        with self._plan_lock:  # a cancelled pass's plan may still be draining
+            if self._watcher is not None:
+                self._watcher.close()
+                self._watcher = None
+            self._watch = False
         if self._pinned:
             self._pinned = False
             try:
@@ -346,6 +402,7 @@ class WorkspaceIndex:
             self._racy = racy
             self._stale -= stale
             self._indexed = True
+            self._settle(plan, found)
             if not report:
                 return CapturedChanges([], [])
             plan.changes.sort(key=lambda c: c.path)
@@ -354,6 +411,7 @@ class WorkspaceIndex:
     async def _pin(self, blobs: list[str]) -> None:
         if not await self._blobs.pin(self._holder, blobs) and self._pinned:
             self._lapsed = True
+            self._walk_due = True  # contents it held may be gone: a walk reads them
         self._pinned = True
 
     async def _keep_pinned(self) -> None:
@@ -375,56 +433,145 @@ class WorkspaceIndex:
             log.warning("%d snapshots the workspace index held were collected", len(gone))
 
     def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
-        """Walk, and diff the walk against the index (on a worker thread)."""
+        """Drain the watcher's events, or walk; diff what was seen against the index
+        (on a worker thread)."""
         with self._plan_lock:
+            watcher = self._watching()
+            if (
+                watcher is not None
+                and not self._walk_due
+                and time.monotonic() - self._walked_at < self._verify_every
+                and not any(sig.startswith("unlisted") for sig in self._folders.values())
+                and self._walker.exclude_sigs() == self._excludes
+            ):
+                started_ns = time.time_ns()
+                try:
+                    drain(watcher, self._walker, self._pending, self._files, self._folders)
+                    extra = stale | self._racy | self._retry
+                    root = str(self._roots[0])
+                    seen = look(self._walker, root, self._pending, extra, self._folders, started_ns)
+                except WatchLost as exc:
+                    log.info("capture walks the workspace: %s", exc)
+                else:
+                    return self._diff_seen(seen, stale, report)
+            return self._plan_walk(watcher, stale, report)
+
+    def _watching(self) -> FolderWatcher | None:
+        if self._watcher is None and self._watch:
+            self._watch = False  # opened once: if it fails, every pass walks
+            roots = [str(r) for r in self._roots]
+            self._watcher = FolderWatcher.open(roots, self._inotify or default_inotify)
+        return self._watcher
+
+    def _plan_walk(
+        self, watcher: FolderWatcher | None, stale: frozenset[str], report: bool
+    ) -> _Plan:
+        started = time.monotonic()
+        self._walk_due = False  # set again if this pass does not finish
+        self._excludes = self._walker.exclude_sigs()
+        if watcher is not None:
+            watcher.read()  # what is queued the walk sees anyway
+            watcher.begin_walk()
+            self._walker.watch, self._walker.watch_ignored = watcher.watch, watcher.watch_ignored
+        try:
             walk = self._walker.walk()
-            return self._diff(walk, stale, report)
+        finally:
+            self._walker.watch = self._walker.watch_ignored = None
+        if watcher is not None:
+            watcher.end_walk()
+            if watcher.lost is not None:
+                log.warning("capture walks the workspace from now on: %s", watcher.lost)
+                watcher.close()
+                self._watcher = None
+        self._walked_at = started
+        self.walks += 1
+        return self._diff(walk, stale, report)
 
     def _diff(self, walk: Walk, stale: frozenset[str], report: bool) -> _Plan:
-        files, racy, old_folders = self._files, self._racy, self._folders
-        stat_only = walk.stat_only
-        plan = _Plan([], {}, [], [], [], dict(walk.folders), walk.started_ns)
-        reads, updates, not_captured = plan.reads, plan.updates, plan.not_captured
-        known = 0
+        files, old_folders = self._files, self._folders
+        plan = _Plan([], {}, [], [], [], dict(walk.folders), walk.started_ns, walk.stat_only)
         for path, sig in walk.files.items():
-            old = files.get(path)
-            if old is not None:
-                known += 1
-                if old[0] == sig and path not in racy and path not in stale:
-                    if old[1] is None and path not in stat_only:  # content not known yet
-                        reads.append(_Read(path, sig, old, False))
-                    continue
-            # New here, but in a folder not walked before: what it held then is unknown.
-            tell = report and path not in stale and not (old is None and _under(path, old_folders))
-            if path not in stat_only:
-                reads.append(_Read(path, sig, old, tell))
-                continue
-            if old is not None and old[0] == sig:
-                continue  # a stale or racy entry now kept by stat only: nothing to read
-            updates[path] = (sig, None)
-            if tell:
-                not_captured.append(path)
-                if old is not None and old[1] is not None and not is_regular(sig):
-                    # A file replaced by a symlink (or a fifo): the file is gone.
-                    plan.changes.append(_deleted(path, old))
-        if known < len(files):
-            for path in files.keys() - walk.files.keys():
-                if _under(path, walk.folders):
-                    continue  # in a folder not walked now: kept as it was
-                plan.removals.append(path)
-                old = files[path]
-                if report and path not in stale:
-                    if old[1] is not None:
-                        plan.changes.append(_deleted(path, old))
-                    else:
-                        not_captured.append(path)
+            self._diff_file(plan, path, sig, stale, report)
+        for path in files.keys() - walk.files.keys():
+            if not _under(path, walk.folders):  # in a folder not walked now: kept
+                self._diff_gone(plan, path, stale, report)
         for key in walk.folders.keys() | old_folders.keys():
             now, then = walk.folders.get(key), old_folders.get(key)
             if now is None and _under(key, walk.folders):
                 plan.folders[key] = old_folders[key]  # in a folder that could not be listed
             elif now != then and report:
-                not_captured.append(key)
+                plan.not_captured.append(key)
         return plan
+
+    def _diff_seen(self, seen: Seen, stale: frozenset[str], report: bool) -> _Plan:
+        """As :meth:`_diff`, of only what the watcher's events named."""
+        folders = dict(self._folders)
+        plan = _Plan([], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked)
+        for key, signed in seen.ignored.items():
+            then = folders.pop(key, None)
+            if signed is not None:
+                folders[key] = signed
+            if signed != then and report:
+                plan.not_captured.append(key)
+        for path, sig in seen.files.items():
+            self._diff_file(plan, path, sig, stale, report)
+        for path in seen.gone:
+            if path in self._files and not _under(path, folders):
+                self._diff_gone(plan, path, stale, report)
+        return plan
+
+    def _diff_file(
+        self, plan: _Plan, path: str, sig: Sig, stale: frozenset[str], report: bool
+    ) -> None:
+        old = self._files.get(path)
+        stat_only = plan.stat_only
+        if old is not None and old[0] == sig and path not in self._racy and path not in stale:
+            if old[1] is None and path not in stat_only:  # content not known yet
+                plan.reads.append(_Read(path, sig, old, False))
+            return
+        # New here, but in a folder not walked before: what it held then is unknown.
+        tell = report and path not in stale and not (old is None and _under(path, self._folders))
+        if path not in stat_only:
+            plan.reads.append(_Read(path, sig, old, tell))
+            return
+        if old is not None and old[0] == sig:
+            return  # a stale or racy entry now kept by stat only: nothing to read
+        plan.updates[path] = (sig, None)
+        if tell:
+            plan.not_captured.append(path)
+            if old is not None and old[1] is not None and not is_regular(sig):
+                # A file replaced by a symlink (or a fifo): the file is gone.
+                plan.changes.append(_deleted(path, old))
+
+    def _diff_gone(self, plan: _Plan, path: str, stale: frozenset[str], report: bool) -> None:
+        plan.removals.append(path)
+        old = self._files[path]
+        if report and path not in stale:
+            if old[1] is not None:
+                plan.changes.append(_deleted(path, old))
+            else:
+                plan.not_captured.append(path)
+
+    def _settle(self, plan: _Plan, found: list[tuple[_Read, Sig | None, str | None]]) -> None:
+        """After a pass: what is pending, and which files' content is still unknown."""
+        retry = self._retry
+        if plan.looked is None:  # a walk: everything was looked at
+            self._pending = Pending()
+            stat_only = plan.stat_only
+            self._retry = {
+                path
+                for path, (_, blob) in self._files.items()
+                if blob is None and path not in stat_only and not _under(path, plan.folders)
+            }
+            return
+        self._pending.settle(plan.looked)
+        retry.difference_update(plan.removals)
+        retry.difference_update(plan.updates)
+        for item, sig, blob in found:
+            if sig is None or blob is not None:
+                retry.discard(item.path)
+            else:
+                retry.add(item.path)
 
 
 def _report(item: _Read, sig: Sig, blob: str | None, plan: _Plan) -> None:

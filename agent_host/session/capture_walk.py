@@ -15,7 +15,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,9 +82,18 @@ class Walker:
         self._versions = itertools.count(1)
         self._specs: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
         self._decisions: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
+        self._contexts: dict[str, _Context] = {}
+        """absolute path -> where it is, of each folder the last walk (or scan) listed."""
+        self.watch: Callable[[str, str], None] | None = None
+        """Called with each folder's absolute path and display prefix before it is
+        listed (a watcher's hook)."""
+        self.watch_ignored: Callable[[str, str], None] | None = None
+        """Called with each ignored folder's absolute path and display key before its
+        signature is taken."""
 
     def walk(self) -> Walk:
         found = Walk({}, set(), {}, time.time_ns())
+        self._contexts = {}
         specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
         decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
         for root, prefix in self._roots:
@@ -110,12 +119,93 @@ class Walker:
             spec = None
         if spec is not None:
             base, key = (("", spec[1]),), (spec[0],)
+        self._walk_stack(root, prefix, [(root, "", base, key)], found, specs_seen, decisions_seen)
+
+    def exclude_sigs(self) -> list[Sig | None]:
+        """The stat of each root's .git/info/exclude, which a watcher does not see (it
+        never watches .git's tree): a change of one calls for a walk."""
+        sigs: list[Sig | None] = []
+        for root, _ in self._roots:
+            try:
+                sigs.append(sig_of(os.stat(os.path.join(root, ".git", "info", "exclude"))))
+            except OSError:
+                sigs.append(None)
+        return sigs
+
+    def scan(self, parent: str, name: str, found: Walk) -> bool:
+        """Walk the folder ``name`` of the walked folder ``parent`` (absolute) into
+        ``found``, as a whole walk would see it: what a watcher does with a folder
+        that appeared. False if ``parent`` was not walked (then only a walk knows)."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return False
+        root, prefix, rel_dir, specs, key = context
+        child = parent + "/" + name
+        if child in self._root_paths:
+            return False  # another root: walked on its own
+        here = prefix + rel_dir + "/" if rel_dir else prefix
+        rel_prefix = rel_dir + "/" if rel_dir else ""
+        memo: dict[str, bool] = {}
+        if name in self._ignore or (
+            specs and _decide(memo, specs, name + "/", rel_prefix + name, True)
+        ):
+            if self.watch_ignored is not None:
+                self.watch_ignored(child, here + name + "/")
+            sig = folder_signature(child)
+            if sig is not None:
+                found.folders[here + name + "/"] = sig
+            return True
+        stack = [(child, rel_prefix + name, specs, key)]
+        self._walk_stack(root, prefix, stack, found, self._specs, self._decisions)
+        return True
+
+    def classify(self, parent: str, name: str, sig: Sig) -> bool | None:
+        """Whether the non-folder entry ``name`` of the walked folder ``parent`` is
+        kept by stat only (as :attr:`Walk.stat_only`); None if ``parent`` was not
+        walked."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return None
+        _, _, rel_dir, specs, _ = context
+        rel = rel_dir + "/" + name if rel_dir else name
+        return not (
+            stat.S_ISREG(sig[3])
+            and sig[0] <= self._max
+            and not (specs and gitignored(specs, rel, False))
+        )
+
+    def display(self, parent: str) -> str | None:
+        """The display prefix of the entries of the walked folder ``parent``."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return None
+        _, prefix, rel_dir, _, _ = context
+        return prefix + rel_dir + "/" if rel_dir else prefix
+
+    def forget_folders(self, under: str) -> None:
+        """Folders at or under the absolute ``under`` are gone: drop what was known."""
+        cut = under + "/"
+        for path in [p for p in self._contexts if p == under or p.startswith(cut)]:
+            del self._contexts[path]
+
+    def _walk_stack(
+        self,
+        root: str,
+        prefix: str,
+        stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]],
+        found: Walk,
+        specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
+        decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]],
+    ) -> None:
         files, stat_only, folders = found.files, found.stat_only, found.folders
         ignore, max_bytes, other_roots = self._ignore, self._max, self._root_paths - {root}
-        stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]] = [(root, "", base, key)]
+        contexts, watch, watch_ignored = self._contexts, self.watch, self.watch_ignored
         while stack:
             path, rel_dir, specs, key = stack.pop()
             here = prefix + rel_dir + "/" if rel_dir else prefix  # display prefix of entries
+            if watch is not None:
+                # Watched before it is listed: a change after the listing is an event.
+                watch(path, here)
             try:
                 # Listed through a descriptor, each entry's lstat is an fstatat of its
                 # name: no walk down the whole path again per file.
@@ -144,6 +234,7 @@ class Walker:
                         if spec is not None:
                             specs, key = (*specs, (rel_dir, spec[1])), (*key, spec[0])
                         break
+                contexts[path] = (root, prefix, rel_dir, specs, key)
                 memo: dict[str, bool] | None = None
                 if specs:
                     cached = self._decisions.get(path)
@@ -164,6 +255,8 @@ class Walker:
                             memo is not None
                             and _decide(memo, specs, name + "/", rel_prefix + name, True)
                         ):
+                            if watch_ignored is not None:
+                                watch_ignored(child, here + name + "/")
                             sig = folder_signature(child)
                             if sig is not None:
                                 folders[here + name + "/"] = sig
@@ -212,6 +305,11 @@ class Walker:
             cached = (sig, next(self._versions), load_gitignore(path))
         seen[path] = cached
         return None if cached[2] is None else (cached[1], cached[2])
+
+
+_Context = tuple[str, str, str, IgnoreStack, tuple[int, ...]]
+"""A walked folder's root, the root's display prefix, its root-relative path, and
+the .gitignore specs (and their versions) that apply to its entries."""
 
 
 def _decide(memo: dict[str, bool], specs: IgnoreStack, name: str, rel: str, is_dir: bool) -> bool:
