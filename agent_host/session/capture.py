@@ -163,6 +163,10 @@ class _Plan:
     """Of the files looked at, those kept by stat only."""
     looked: Pending | None = None
     """What drained events named that the pass looked at; None for a walk."""
+    linked: set[str] = attrs.Factory(set)
+    """Of the files looked at, those with other hard links."""
+    seen: set[str] = attrs.Factory(set)
+    """The paths a watched pass looked at (of a walk: unused)."""
 
 
 class WorkspaceIndex:
@@ -217,6 +221,8 @@ class WorkspaceIndex:
         self._pending = Pending()
         """What drained events named that no finished pass has looked at yet: a pass
         cancelled after its drain leaves them to the next."""
+        self._linked: set[str] = set()
+        """Files with other hard links: lstat'ed by every pass (see Walk.linked)."""
         self._retry: set[str] = set()
         """Captured files whose content is not known (it could not be read): read
         again by every pass, as a walk does."""
@@ -322,9 +328,7 @@ class WorkspaceIndex:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         with self._plan_lock:  # a cancelled pass's plan may still be draining
-            if self._watcher is not None:
-                self._watcher.close()
-                self._watcher = None
+            self._unwatch()
             self._watch = False
         if self._pinned:
             self._pinned = False
@@ -447,9 +451,17 @@ class WorkspaceIndex:
                 started_ns = time.time_ns()
                 try:
                     drain(watcher, self._walker, self._pending, self._files, self._folders)
-                    extra = stale | self._racy | self._retry
+                    extra = stale | self._racy | self._retry | self._linked
                     root = str(self._roots[0])
-                    seen = look(self._walker, root, self._pending, extra, self._folders, started_ns)
+                    seen = look(
+                        self._walker,
+                        root,
+                        self._pending,
+                        extra,
+                        self._folders,
+                        self._linked,
+                        started_ns,
+                    )
                 except WatchLost as exc:
                     log.info("capture walks the workspace: %s", exc)
                 else:
@@ -461,35 +473,52 @@ class WorkspaceIndex:
             self._watch = False  # opened once: if it fails, every pass walks
             roots = [str(r) for r in self._roots]
             self._watcher = FolderWatcher.open(roots, self._inotify or default_inotify)
+            if self._watcher is not None:
+                # Every folder listed from now on -- by a walk, or a scan of one that
+                # appeared -- is watched before it is listed.
+                self._walker.watch = self._watcher.watch
+                self._walker.watch_ignored = self._watcher.watch_ignored
         return self._watcher
+
+    def _unwatch(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+        self._walker.watch = self._walker.watch_ignored = None
 
     def _plan_walk(
         self, watcher: FolderWatcher | None, stale: frozenset[str], report: bool
     ) -> _Plan:
-        started = time.monotonic()
-        self._walk_due = False  # set again if this pass does not finish
+        # Until this pass is done (a cancelled one leaves it so): the events it
+        # reads away below are the walk's to find.
+        self._walk_due = True
         self._excludes = self._walker.exclude_sigs()
         if watcher is not None:
             watcher.read()  # what is queued the walk sees anyway
             watcher.begin_walk()
-            self._walker.watch, self._walker.watch_ignored = watcher.watch, watcher.watch_ignored
-        try:
-            walk = self._walker.walk()
-        finally:
-            self._walker.watch = self._walker.watch_ignored = None
+        walk = self._walker.walk()
         if watcher is not None:
             watcher.end_walk()
             if watcher.lost is not None:
                 log.warning("capture walks the workspace from now on: %s", watcher.lost)
-                watcher.close()
-                self._watcher = None
-        self._walked_at = started
+                self._unwatch()
         self.walks += 1
         return self._diff(walk, stale, report)
 
     def _diff(self, walk: Walk, stale: frozenset[str], report: bool) -> _Plan:
         files, old_folders = self._files, self._folders
-        plan = _Plan([], {}, [], [], [], dict(walk.folders), walk.started_ns, walk.stat_only)
+        plan = _Plan(
+            [],
+            {},
+            [],
+            [],
+            [],
+            dict(walk.folders),
+            walk.started_ns,
+            walk.stat_only,
+            None,
+            walk.linked,
+        )
         for path, sig in walk.files.items():
             self._diff_file(plan, path, sig, stale, report)
         for path in files.keys() - walk.files.keys():
@@ -506,7 +535,10 @@ class WorkspaceIndex:
     def _diff_seen(self, seen: Seen, stale: frozenset[str], report: bool) -> _Plan:
         """As :meth:`_diff`, of only what the watcher's events named."""
         folders = dict(self._folders)
-        plan = _Plan([], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked)
+        plan = _Plan(
+            [], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked, seen.linked
+        )
+        plan.seen = seen.files.keys() | seen.gone
         for key, signed in seen.ignored.items():
             then = folders.pop(key, None)
             if signed is not None:
@@ -556,7 +588,10 @@ class WorkspaceIndex:
         """After a pass: what is pending, and which files' content is still unknown."""
         retry = self._retry
         if plan.looked is None:  # a walk: everything was looked at
+            self._walk_due = False
+            self._walked_at = time.monotonic()
             self._pending = Pending()
+            self._linked = plan.linked
             stat_only = plan.stat_only
             self._retry = {
                 path
@@ -565,6 +600,8 @@ class WorkspaceIndex:
             }
             return
         self._pending.settle(plan.looked)
+        self._linked.difference_update(plan.seen)
+        self._linked.update(plan.linked)
         retry.difference_update(plan.removals)
         retry.difference_update(plan.updates)
         for item, sig, blob in found:

@@ -50,6 +50,10 @@ class Walk:
     started_ns: int
     """time.time_ns() as the walk began: content read after it whose mtime is this
     recent may yet change within the same timestamp tick."""
+    linked: set[str] = attrs.Factory(set)
+    """The files with other hard links, and the ignored folders (keys) holding one:
+    a write through another link changes them with no event in their own folder,
+    so a watcher looks at them every pass."""
 
 
 def is_executable(sig: Sig) -> bool:
@@ -149,11 +153,14 @@ class Walker:
         if name in self._ignore or (
             specs and _decide(memo, specs, name + "/", rel_prefix + name, True)
         ):
+            shown = here + name + "/"
             if self.watch_ignored is not None:
-                self.watch_ignored(child, here + name + "/")
-            sig = folder_signature(child)
+                self.watch_ignored(child, shown)
+            sig, has_link = sign_folder(child)
             if sig is not None:
-                found.folders[here + name + "/"] = sig
+                found.folders[shown] = sig
+                if has_link:
+                    found.linked.add(shown)
             return True
         stack = [(child, rel_prefix + name, specs, key)]
         self._walk_stack(root, prefix, stack, found, self._specs, self._decisions)
@@ -197,7 +204,12 @@ class Walker:
         specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
         decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]],
     ) -> None:
-        files, stat_only, folders = found.files, found.stat_only, found.folders
+        files, stat_only, folders, linked = (
+            found.files,
+            found.stat_only,
+            found.folders,
+            found.linked,
+        )
         ignore, max_bytes, other_roots = self._ignore, self._max, self._root_paths - {root}
         contexts, watch, watch_ignored = self._contexts, self.watch, self.watch_ignored
         while stack:
@@ -255,11 +267,14 @@ class Walker:
                             memo is not None
                             and _decide(memo, specs, name + "/", rel_prefix + name, True)
                         ):
+                            shown = here + name + "/"
                             if watch_ignored is not None:
-                                watch_ignored(child, here + name + "/")
-                            sig = folder_signature(child)
+                                watch_ignored(child, shown)
+                            sig, has_link = sign_folder(child)
                             if sig is not None:
-                                folders[here + name + "/"] = sig
+                                folders[shown] = sig
+                                if has_link:
+                                    linked.add(shown)
                         elif child not in other_roots:
                             stack.append((child, rel_prefix + name, specs, key))
                         continue
@@ -279,6 +294,8 @@ class Walker:
                         break
                     shown = here + name
                     files[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+                    if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                        linked.add(shown)
                     if not (
                         stat.S_ISREG(st.st_mode)
                         and st.st_size <= max_bytes
@@ -324,22 +341,32 @@ def folder_signature(path: str) -> str | None:
     and stat of each file in it, the name and inode of each folder (whose own
     content is deep inside, and not looked at). None if the folder is gone. A
     string, so that the index's write-ahead copy (capture_log) can hold it."""
+    return sign_folder(path)[0]
+
+
+def sign_folder(path: str) -> tuple[str | None, bool]:
+    """:func:`folder_signature`, and whether a file in the folder has another hard
+    link (a write through that changes it with no event in the folder)."""
     try:
         with os.scandir(path) as listing:
             sig: list[tuple[object, ...]] = []
+            linked = False
             for entry in listing:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         sig.append((entry.name, entry.inode()))
                     else:
-                        sig.append((entry.name, *sig_of(entry.stat(follow_symlinks=False))))
+                        st = entry.stat(follow_symlinks=False)
+                        sig.append((entry.name, *sig_of(st)))
+                        linked = linked or st.st_nlink > 1
                 except FileNotFoundError:
                     continue
-            return hashlib.blake2b(repr(sorted(sig)).encode(), digest_size=16).hexdigest()
+            digest = hashlib.blake2b(repr(sorted(sig)).encode(), digest_size=16).hexdigest()
+            return digest, linked
     except FileNotFoundError:
-        return None
+        return None, False
     except OSError as exc:
-        return unlisted(exc.errno)
+        return unlisted(exc.errno), False
 
 
 def unlisted(errno_: int | None) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .capture_walk import Sig, Walk, Walker, folder_signature, sig_of
+from .capture_walk import Sig, Walk, Walker, sig_of, sign_folder
 from .workspace.dirfd import is_temp_name
 
 if TYPE_CHECKING:
@@ -175,9 +175,12 @@ class FolderWatcher:
             return
         old = self._by_wd.get(wd)
         if old is not None and old.path != path:
-            # One folder under two paths (a bind mount): events cannot say which.
-            self.lost = f"{old.path} and {path} are one folder"
-            return
+            if _same_folder(old.path, path):
+                # One folder under two paths (a bind mount): events cannot say which.
+                self.lost = f"{old.path} and {path} are one folder"
+                return
+            if self._by_path.get(old.path) == wd:  # moved here since it was watched
+                del self._by_path[old.path]
         prior = self._by_path.get(path)
         if prior is not None and prior != wd:
             self._by_wd.pop(prior, None)
@@ -262,6 +265,14 @@ class FolderWatcher:
         self._inotify.close()
 
 
+def _same_folder(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 @attrs.define
 class Pending:
     """What drained events named that no finished pass has looked at yet: display
@@ -293,6 +304,8 @@ class Seen:
     folders that went away. One under a folder not walked stays as it was."""
     ignored: dict[str, str | None]
     """Ignored folders signed again: display key -> signature (None: gone)."""
+    linked: set[str]
+    """Of ``files``, those with other hard links."""
     started_ns: int
     looked: Pending
     """What the pass looked at (settled in the index once the pass is done)."""
@@ -319,17 +332,25 @@ def drain(
         cuts = tuple(found.gone_folders)
         pending.files.update(held for held in files if held.startswith(cuts))
         pending.ignored.update(key for key in folders if key.startswith(cuts))
-    for parent, name in found.new_folders.values():
+    gone = tuple(path + "/" for path in found.gone_folders.values())
+    scanned_under: list[str] = []
+    # Outermost first: a folder inside one scanned here was scanned with it.
+    for parent, name in sorted(found.new_folders.values(), key=lambda pn: len(pn[0])):
+        if (parent + "/").startswith(tuple(scanned_under)):
+            continue
         scanned = Walk({}, set(), {}, 0)
         if not walker.scan(parent, name, scanned):
+            if (parent + "/").startswith(gone):
+                continue  # in a folder that went away: gone with it
             raise WatchLost(f"{parent}/{name} appeared where no walk looked")
+        scanned_under.append(parent + "/" + name + "/")
         if watcher.lost is not None:
             raise WatchLost(watcher.lost)
         for key, sig in scanned.folders.items():
             if sig.startswith("unlisted"):
                 raise WatchLost(f"{key} cannot be listed")
             pending.ignored.add(key)
-        pending.files.update(scanned.files)
+        pending.files.update(scanned.files)  # (hard links among them: seen by look)
 
 
 def look(
@@ -338,13 +359,20 @@ def look(
     pending: Pending,
     extra: Iterable[str],
     folders: Mapping[str, str],
+    linked: set[str],
     started_ns: int,
 ) -> Seen:
-    """lstat what ``pending`` and ``extra`` name (display paths under the first root
-    ``root``), and sign again the ignored folders it names."""
+    """lstat the files ``pending`` and ``extra`` name (display paths under the first
+    root ``root``), and sign again the ignored folders they name (keys ending in
+    "/"). ``linked`` is what the index knows to have other hard links: a new one
+    raises WatchLost (its other names are known only to a walk)."""
     looked = pending.copy()
-    seen = Seen({}, set(), set(), {}, started_ns, looked)
+    seen = Seen({}, set(), set(), {}, set(), started_ns, looked)
+    resign = set(looked.ignored)
     for shown in looked.files.union(extra):
+        if shown.endswith("/"):
+            resign.add(shown)
+            continue
         path = os.path.join(root, shown)
         parent, name = path.rsplit("/", 1)
         if walker.display(parent) is None:
@@ -366,12 +394,21 @@ def look(
             continue
         sig = sig_of(st)
         seen.files[shown] = sig
+        if st.st_nlink > 1:
+            if shown not in linked:
+                raise WatchLost(f"{shown} has a new hard link")
+            seen.linked.add(shown)
         if walker.classify(parent, name, sig):
             seen.stat_only.add(shown)
-    for key in looked.ignored:
+    for key in resign:
         if key not in folders and not _parent_walked(walker, root, key):
             continue
-        seen.ignored[key] = folder_signature(os.path.join(root, key.rstrip("/")))
+        signed, has_link = sign_folder(os.path.join(root, key.rstrip("/")))
+        if has_link:
+            if key not in linked:
+                raise WatchLost(f"{key} holds a new hard link")
+            seen.linked.add(key)
+        seen.ignored[key] = signed
     return seen
 
 
