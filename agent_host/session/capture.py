@@ -90,6 +90,12 @@ VERIFY_EVERY_S = 600.0
 """How long a watching index trusts its events before a pass walks the whole
 workspace again: the check that finds what no event told of (see capture_watch)."""
 
+_INLINE_PATHS = 256
+_INLINE_READS = 64
+_INLINE_BYTES = 1024 * 1024
+"""A watched pass that names at most this many paths, and reads at most this many
+files and bytes, runs on the event loop: less than a thread's hand-off costs."""
+
 _SAVED_VERSION = 1
 """Of the copy :meth:`WorkspaceIndex.save` stores."""
 
@@ -358,12 +364,28 @@ class WorkspaceIndex:
 
     async def _pass(self, report: bool) -> CapturedChanges:
         async with self._lock:
-            await self._keep_pinned()
             stale = frozenset(self._stale)
-            plan = await asyncio.to_thread(self._plan, stale, report)
+            # The pins are renewed while a watched pass drains its events here, on
+            # the loop: a thread's hand-off costs more than a few lstats.
+            renewing = asyncio.ensure_future(self._pin([]))
+            try:
+                plan = self._plan_now(stale, report)
+            finally:
+                await renewing
+            if self._lapsed:
+                await self._recover_pins()
+                plan = None  # what it drained is pending still; the walk takes it
+            if plan is None:
+                plan = await asyncio.to_thread(self._plan, stale, report)
             found: list[tuple[_Read, Sig | None, str | None]] = []
             for batch in _batches(plan.reads):
-                results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
+                if (
+                    len(batch) <= _INLINE_READS
+                    and sum(item.sig[0] for item in batch) <= _INLINE_BYTES
+                ):
+                    results = _read_batch(self._roots[0], batch, self._max)
+                else:
+                    results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
                 datas = [data for _, _, data in results if data is not None]
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
                 ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
@@ -418,13 +440,10 @@ class WorkspaceIndex:
             self._walk_due = True  # contents it held may be gone: a walk reads them
         self._pinned = True
 
-    async def _keep_pinned(self) -> None:
-        """Renew the pins. If they lapsed (an idle PostgreSQL holder's expire), pin
-        again every blob the index holds, and forget those gc took meanwhile: their
-        files are read again, while their stat still says what the blob held."""
-        await self._pin([])
-        if not self._lapsed:
-            return
+    async def _recover_pins(self) -> None:
+        """The pins lapsed (an idle PostgreSQL holder's expire): pin again every blob
+        the index holds, and forget those gc took meanwhile: their files are read
+        again, while their stat still says what the blob held."""
         held = {blob for _, blob in self._files.values() if blob is not None}
         await self._blobs.pin(self._holder, held)
         gone = await self._blobs.missing(held)
@@ -436,32 +455,63 @@ class WorkspaceIndex:
         if gone:
             log.warning("%d snapshots the workspace index held were collected", len(gone))
 
+    def _plan_now(self, stale: frozenset[str], report: bool) -> _Plan | None:
+        """A watched pass's plan, made here when the events name a few files only;
+        None when it takes a thread (a walk, folders that came or went, many paths)."""
+        watcher = self._watcher
+        if watcher is None or not self._may_drain():
+            return None
+        if not self._plan_lock.acquire(blocking=False):
+            return None  # a cancelled pass's plan still runs on its thread
+        try:
+            started_ns = time.time_ns()
+            try:
+                found = watcher.drain()
+            except WatchLost:
+                return None  # the thread's plan walks (the watcher says why)
+            extra = stale | self._racy | self._retry | self._linked
+            if (
+                found.new_folders
+                or found.gone_folders
+                or len(found.files) + len(self._pending.files) + len(extra) > _INLINE_PATHS
+            ):
+                watcher.keep(found)  # for the thread's plan
+                return None
+            self._pending.files.update(found.files)
+            self._pending.ignored.update(found.ignored)
+            try:
+                seen = self._look(extra, started_ns)
+            except WatchLost:
+                return None
+            return self._diff_seen(seen, stale, report)
+        finally:
+            self._plan_lock.release()
+
+    def _may_drain(self) -> bool:
+        """Whether a pass may trust the watcher's events (else it walks)."""
+        return (
+            not self._walk_due
+            and time.monotonic() - self._walked_at < self._verify_every
+            and not any(sig.startswith("unlisted") for sig in self._folders.values())
+            and self._walker.exclude_sigs() == self._excludes
+        )
+
+    def _look(self, extra: set[str] | frozenset[str], started_ns: int) -> Seen:
+        root = str(self._roots[0])
+        return look(
+            self._walker, root, self._pending, extra, self._folders, self._linked, started_ns
+        )
+
     def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
         """Drain the watcher's events, or walk; diff what was seen against the index
         (on a worker thread)."""
         with self._plan_lock:
             watcher = self._watching()
-            if (
-                watcher is not None
-                and not self._walk_due
-                and time.monotonic() - self._walked_at < self._verify_every
-                and not any(sig.startswith("unlisted") for sig in self._folders.values())
-                and self._walker.exclude_sigs() == self._excludes
-            ):
+            if watcher is not None and self._may_drain():
                 started_ns = time.time_ns()
                 try:
                     drain(watcher, self._walker, self._pending, self._files, self._folders)
-                    extra = stale | self._racy | self._retry | self._linked
-                    root = str(self._roots[0])
-                    seen = look(
-                        self._walker,
-                        root,
-                        self._pending,
-                        extra,
-                        self._folders,
-                        self._linked,
-                        started_ns,
-                    )
+                    seen = self._look(stale | self._racy | self._retry | self._linked, started_ns)
                 except WatchLost as exc:
                     log.info("capture walks the workspace: %s", exc)
                 else:

@@ -121,6 +121,7 @@ class FolderWatcher:
         self._by_wd: dict[int, _Watched] = {}
         self._by_path: dict[str, int] = {}
         self._seen: set[int] | None = None
+        self._kept: Drained | None = None
         self.lost: str | None = None
         """Why the watches cannot be trusted until the next walk (None: they can)."""
 
@@ -145,6 +146,7 @@ class FolderWatcher:
     def begin_walk(self) -> None:
         """A walk starts: the watches it does not set again are removed at its end."""
         self._seen = set()
+        self._kept = None  # what the walk sees anyway
         self.lost = None
 
     def end_walk(self) -> None:
@@ -220,7 +222,7 @@ class FolderWatcher:
         if self.lost is not None:
             raise WatchLost(self.lost)
         events = self.read()
-        found = Drained()
+        found, self._kept = self._kept or Drained(), None
         by_wd = self._by_wd
         for wd, mask, _cookie, name in events:
             if mask & IN_Q_OVERFLOW:
@@ -258,6 +260,10 @@ class FolderWatcher:
             else:
                 found.files[shown] = watched.path + "/" + name
         return found
+
+    def keep(self, found: Drained) -> None:
+        """Hand ``found`` back: the next drain returns it with what came since."""
+        self._kept = found
 
     def close(self) -> None:
         self._by_wd.clear()
