@@ -19,6 +19,7 @@ Steady state, the P9 figure: a round is ``refresh()``, a command through
 DiskWorkspace (the real shell path) that appends to 10 files, ``changes()``; the
 overhead is refresh + changes. Contenders, rotated each round, each with 10 files of
 its own: the watching index (inotify events drained, the named paths lstat'ed); the
+same over a MemoryBlobStore (the capture's own cost, without the blob store's syncs); the
 same index walking (``watch=False``: the stat walk every pass, the fallback); the
 floors -- an inotify drain of the same command's events (watches on every folder,
 inotify_simple's read), and a bare stat walk (os.scandir recursion and an lstat of
@@ -234,7 +235,7 @@ def ten_files(rng: random.Random, files: int) -> str:
 
 
 async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: int) -> dict:
-    from agent_host.session.blobs import FileBlobStore
+    from agent_host.session.blobs import FileBlobStore, MemoryBlobStore
     from agent_host.session.capture import WorkspaceIndex
     from agent_host.session.workspace import DiskWorkspace
 
@@ -276,6 +277,9 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
     # The fallback, measured on the same tree and blobs: the walk every pass.
     walking = WorkspaceIndex([ws], FileBlobStore(blob_dir), watch=False)
     await walking.refresh()
+    # The capture's own cost: watching, its blobs in memory (no store's fsyncs).
+    in_memory = WorkspaceIndex([ws], MemoryBlobStore())
+    await in_memory.refresh()
     floor = Drain(ws)
 
     disk = DiskWorkspace([ws])
@@ -286,6 +290,9 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
             "watched",
             "w_refresh",
             "w_changes",
+            "memory",
+            "m_refresh",
+            "m_changes",
             "walked",
             "k_refresh",
             "k_changes",
@@ -318,6 +325,9 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
     async def watched() -> dict[str, float]:
         return await around(index, "watched")
 
+    async def memory() -> dict[str, float]:
+        return await around(in_memory, "memory")
+
     async def walked() -> dict[str, float]:
         got = await around(walking, "walked")
         got["k_refresh"], got["k_changes"] = got.pop("w_refresh"), got.pop("w_changes")
@@ -345,7 +355,7 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
         git_checkpoint(git_dir, ws)
         return {"git": time.perf_counter() - t0}
 
-    contenders = [watched, walked, drain, walk, peer]
+    contenders = [watched, memory, walked, drain, walk, peer]
     for it in range(WARMUP + args.repeats):
         k = it % len(contenders)
         for fn in contenders[k:] + contenders[:k]:
@@ -379,6 +389,7 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
         }
     await index.close()
     await walking.close()
+    await in_memory.close()
     floor.inotify.close()
 
     head = (
@@ -399,6 +410,10 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
     row("  same, vs the drain floor", times["watched"], times["drain"], "drain")
     row("  refresh()", times["w_refresh"])
     row("  changes()", times["w_changes"])
+    row("ours watching, blobs in memory (capture's own cost)", times["memory"], times["git"], "git")
+    absolute("  same, absolute", times["memory"], 5.0)
+    row("  refresh()", times["m_refresh"])
+    row("  changes()", times["m_changes"])
     row("ours walking (fallback): refresh() + changes()", times["walked"], times["walk"], "walk")
     row("  same, vs watching", times["walked"], times["watched"], "watching")
     row("  refresh()", times["k_refresh"])
@@ -440,6 +455,12 @@ async def run(args: argparse.Namespace, work: Path) -> None:
     for files, times in results:
         ours, git_ = quantile(times["watched"], 0.5), quantile(times["git"], 0.5)
         limit = 0.1 if files <= 10_000 else 0.02
+        own = quantile(times["memory"], 0.5)
+        print(
+            f"  {files:>7} files, blobs in memory: {own * 1e3:.2f} ms (<= 5 ms: "
+            f"{'PASS' if own * 1e3 <= 5 else 'MISS'}); {own / git_:.4f}x git "
+            f"(<= {limit}x: {'PASS' if own / git_ <= limit else 'MISS'})"
+        )
         print(
             f"  {files:>7} files: {ours * 1e3:.2f} ms (<= 5 ms: "
             f"{'PASS' if ours * 1e3 <= 5 else 'MISS'}); {ours / git_:.3f}x git "
@@ -449,11 +470,12 @@ async def run(args: argparse.Namespace, work: Path) -> None:
         )
     if len(results) > 1:
         small, large = results[0][1], results[-1][1]
-        flat = quantile(large["watched"], 0.5) / quantile(small["watched"], 0.5)
-        print(
-            f"  {results[-1][0]}/{results[0][0]} ratio: {flat:.2f}x (<= 1.5x: "
-            f"{'PASS' if flat <= 1.5 else 'MISS'})"
-        )
+        for key, what in (("watched", "file blobs"), ("memory", "blobs in memory")):
+            flat = quantile(large[key], 0.5) / quantile(small[key], 0.5)
+            print(
+                f"  {results[-1][0]}/{results[0][0]} ratio, {what}: {flat:.2f}x (<= 1.5x: "
+                f"{'PASS' if flat <= 1.5 else 'MISS'})"
+            )
 
 
 def sizes(text: str) -> list[tuple[int, int]]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .capture_walk import Sig, Walk, Walker, sig_of, sign_folder
-from .workspace.dirfd import is_temp_name
+from .workspace.dirfd import DIR_FLAGS, is_temp_name, sweep_temp
 
 if TYPE_CHECKING:
     import inotify_simple
@@ -387,6 +387,7 @@ def look(
             seen.gone.add(shown)
             continue
         if is_temp_name(name):
+            _sweep(parent, name)  # as a walk does: one whose writer is gone
             continue
         try:
             st = os.lstat(path)
@@ -416,6 +417,17 @@ def look(
             seen.linked.add(key)
         seen.ignored[key] = signed
     return seen
+
+
+def _sweep(parent: str, name: str) -> None:
+    try:
+        fd = os.open(parent, DIR_FLAGS)
+    except OSError:
+        return  # gone with its folder
+    try:
+        sweep_temp(fd, name)
+    finally:
+        os.close(fd)
 
 
 def _parent_walked(walker: Walker, root: str, key: str) -> bool:
