@@ -91,7 +91,7 @@ class Drained:
     """What the events since the last drain name. Paths are display paths."""
 
     files: dict[str, str] = attrs.Factory(dict)
-    """Entries (not known to be folders) that changed: display path -> absolute."""
+    """Entries (not known to be folders) that changed: display path -> absolute path."""
     new_folders: dict[str, tuple[str, str]] = attrs.Factory(dict)
     """Folders that appeared (made, moved in, or whose mode changed): display path ->
     (absolute parent, name)."""
@@ -138,10 +138,6 @@ class FolderWatcher:
             log.info("no filesystem watcher (%s): every capture walks the workspace", exc)
             return None
         return cls(inotify, roots)
-
-    @property
-    def watches(self) -> int:
-        return len(self._by_wd)
 
     def begin_walk(self) -> None:
         """A walk starts: the watches it does not set again are removed at its end."""
