@@ -25,6 +25,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -40,6 +41,16 @@ from .capture_walk import (
     is_executable,
     is_regular,
     sig_of,
+)
+from .capture_watch import (
+    FolderWatcher,
+    INotifyFactory,
+    Pending,
+    Seen,
+    WatchLost,
+    default_inotify,
+    drain,
+    look,
 )
 from .errors import PathOutsideWorkspace, StoreUnavailable
 from .limits import MAX_FILE_BYTES  # files past it: indexed by stat, in not_captured
@@ -74,6 +85,16 @@ DEFAULT_IGNORES: tuple[str, ...] = (
 _READ_BATCH_BYTES = 16 * 1024 * 1024
 """Content read before it is stored and let go: a first index of a large workspace
 never holds more than this (plus one file) in memory."""
+
+VERIFY_EVERY_S = 600.0
+"""How long a watching index trusts its events before a pass walks the whole
+workspace again: the check that finds what no event told of (see capture_watch)."""
+
+_INLINE_PATHS = 256
+_INLINE_READS = 64
+_INLINE_BYTES = 1024 * 1024
+"""A watched pass that names at most this many paths, and reads at most this many
+files and bytes, runs on the event loop: less than a thread's hand-off costs."""
 
 _SAVED_VERSION = 1
 """Of the copy :meth:`WorkspaceIndex.save` stores."""
@@ -144,6 +165,14 @@ class _Plan:
     not_captured: list[str]
     folders: dict[str, str]
     started_ns: int
+    stat_only: set[str] = attrs.Factory(set)
+    """Of the files looked at, those kept by stat only."""
+    looked: Pending | None = None
+    """What drained events named that the pass looked at; None for a walk."""
+    linked: set[str] = attrs.Factory(set)
+    """Of the files looked at, those with other hard links."""
+    seen: set[str] = attrs.Factory(set)
+    """The paths a watched pass looked at (of a walk: unused)."""
 
 
 class WorkspaceIndex:
@@ -161,6 +190,9 @@ class WorkspaceIndex:
         *,
         ignore: Sequence[str] = DEFAULT_IGNORES,
         max_file_bytes: int = MAX_FILE_BYTES,
+        watch: bool = True,
+        verify_every: float = VERIFY_EVERY_S,
+        inotify: INotifyFactory | None = None,
     ) -> None:
         if not roots:
             raise ValueError("a workspace index needs at least one root folder")
@@ -183,6 +215,25 @@ class WorkspaceIndex:
         self._lapsed = False
         self._saved: str | None = None
         """The blob of :meth:`save`'s copy, while the index is as it was then."""
+        # Watching (see capture_watch): None until the first pass opens it, and
+        # when it cannot be had or was given up (then every pass walks).
+        self._watch = watch
+        self._inotify = inotify
+        self._watcher: FolderWatcher | None = None
+        self._verify_every = verify_every
+        self._walked_at = 0.0
+        self._walk_due = True
+        self._excludes: list[Sig | None] = []
+        self._pending = Pending()
+        """What drained events named that no finished pass has looked at yet: a pass
+        cancelled after its drain leaves them to the next."""
+        self._linked: set[str] = set()
+        """Files with other hard links: lstat'ed by every pass (see Walk.linked)."""
+        self._retry: set[str] = set()
+        """Captured files whose content is not known (it could not be read): read
+        again by every pass, as a walk does."""
+        self.walks = 0
+        """How many passes walked the whole workspace (the rest drained events)."""
 
     def start(self) -> None:
         """Begin the first index in a background task, if not begun already."""
@@ -237,7 +288,8 @@ class WorkspaceIndex:
             copy = orjson.loads(data)
             if copy.get("v") != _SAVED_VERSION:
                 raise ValueError(f"a saved index of version {copy.get('v')!r}")
-            index = cls([Path(r) for r in copy["roots"]], blobs)
+            # Loaded to finish one capture: one walk, nothing to watch.
+            index = cls([Path(r) for r in copy["roots"]], blobs, watch=False)
             index._files = {
                 p: ((size, mtime, ino, mode), blob)
                 for p, (size, mtime, ino, mode, blob) in copy["files"].items()
@@ -264,12 +316,26 @@ class WorkspaceIndex:
         self._stale.add(shown)
         self._saved = None
 
+    def verify_next(self) -> None:
+        """Have the next pass walk the whole workspace rather than trust the
+        watcher (as it does anyway every ``verify_every`` seconds): the check."""
+        self._walk_due = True
+
+    @property
+    def watching(self) -> bool:
+        """Whether passes drain a watcher's events (else each walks)."""
+        return self._watcher is not None
+
     async def close(self) -> None:
-        """Cancel the first index if it is still running; let go of its pins."""
+        """Cancel the first index if it is still running; let go of its pins and
+        its watches."""
         task, self._first = self._first, None
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        with self._plan_lock:  # a cancelled pass's plan may still be draining
+            self._unwatch()
+            self._watch = False
         if self._pinned:
             self._pinned = False
             try:
@@ -298,12 +364,28 @@ class WorkspaceIndex:
 
     async def _pass(self, report: bool) -> CapturedChanges:
         async with self._lock:
-            await self._keep_pinned()
             stale = frozenset(self._stale)
-            plan = await asyncio.to_thread(self._plan, stale, report)
+            # The pins are renewed while a watched pass drains its events here, on
+            # the loop: a thread's hand-off costs more than a few lstats.
+            renewing = asyncio.ensure_future(self._pin([]))
+            try:
+                plan = self._plan_now(stale, report)
+            finally:
+                await renewing
+            if self._lapsed:
+                await self._recover_pins()
+                plan = None  # what it drained is pending still; the walk takes it
+            if plan is None:
+                plan = await asyncio.to_thread(self._plan, stale, report)
             found: list[tuple[_Read, Sig | None, str | None]] = []
             for batch in _batches(plan.reads):
-                results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
+                if (
+                    len(batch) <= _INLINE_READS
+                    and sum(item.sig[0] for item in batch) <= _INLINE_BYTES
+                ):
+                    results = _read_batch(self._roots[0], batch, self._max)
+                else:
+                    results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
                 datas = [data for _, _, data in results if data is not None]
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
                 ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
@@ -346,6 +428,7 @@ class WorkspaceIndex:
             self._racy = racy
             self._stale -= stale
             self._indexed = True
+            self._settle(plan, found)
             if not report:
                 return CapturedChanges([], [])
             plan.changes.sort(key=lambda c: c.path)
@@ -354,15 +437,13 @@ class WorkspaceIndex:
     async def _pin(self, blobs: list[str]) -> None:
         if not await self._blobs.pin(self._holder, blobs) and self._pinned:
             self._lapsed = True
+            self._walk_due = True  # contents it held may be gone: a walk reads them
         self._pinned = True
 
-    async def _keep_pinned(self) -> None:
-        """Renew the pins. If they lapsed (an idle PostgreSQL holder's expire), pin
-        again every blob the index holds, and forget those gc took meanwhile: their
-        files are read again, while their stat still says what the blob held."""
-        await self._pin([])
-        if not self._lapsed:
-            return
+    async def _recover_pins(self) -> None:
+        """The pins lapsed (an idle PostgreSQL holder's expire): pin again every blob
+        the index holds, and forget those gc took meanwhile: their files are read
+        again, while their stat still says what the blob held."""
         held = {blob for _, blob in self._files.values() if blob is not None}
         await self._blobs.pin(self._holder, held)
         gone = await self._blobs.missing(held)
@@ -374,57 +455,210 @@ class WorkspaceIndex:
         if gone:
             log.warning("%d snapshots the workspace index held were collected", len(gone))
 
+    def _plan_now(self, stale: frozenset[str], report: bool) -> _Plan | None:
+        """A watched pass's plan, made here when the events name a few files only;
+        None when it takes a thread (a walk, folders that came or went, many paths)."""
+        watcher = self._watcher
+        if watcher is None or not self._may_drain():
+            return None
+        if not self._plan_lock.acquire(blocking=False):
+            return None  # a cancelled pass's plan still runs on its thread
+        try:
+            started_ns = time.time_ns()
+            try:
+                found = watcher.drain()
+            except WatchLost:
+                return None  # the thread's plan walks (the watcher says why)
+            extra = stale | self._racy | self._retry | self._linked
+            if (
+                found.new_folders
+                or found.gone_folders
+                or len(found.files) + len(self._pending.files) + len(extra) > _INLINE_PATHS
+            ):
+                watcher.keep(found)  # for the thread's plan
+                return None
+            self._pending.files.update(found.files)
+            self._pending.ignored.update(found.ignored)
+            try:
+                seen = self._look(extra, started_ns)
+            except WatchLost:
+                return None
+            return self._diff_seen(seen, stale, report)
+        finally:
+            self._plan_lock.release()
+
+    def _may_drain(self) -> bool:
+        """Whether a pass may trust the watcher's events (else it walks)."""
+        return (
+            not self._walk_due
+            and time.monotonic() - self._walked_at < self._verify_every
+            and not any(sig.startswith("unlisted") for sig in self._folders.values())
+            and self._walker.exclude_sigs() == self._excludes
+        )
+
+    def _look(self, extra: set[str] | frozenset[str], started_ns: int) -> Seen:
+        root = str(self._roots[0])
+        return look(
+            self._walker, root, self._pending, extra, self._folders, self._linked, started_ns
+        )
+
     def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
-        """Walk, and diff the walk against the index (on a worker thread)."""
+        """Drain the watcher's events, or walk; diff what was seen against the index
+        (on a worker thread)."""
         with self._plan_lock:
-            walk = self._walker.walk()
-            return self._diff(walk, stale, report)
+            watcher = self._watching()
+            if watcher is not None and self._may_drain():
+                started_ns = time.time_ns()
+                try:
+                    drain(watcher, self._walker, self._pending, self._files, self._folders)
+                    seen = self._look(stale | self._racy | self._retry | self._linked, started_ns)
+                except WatchLost as exc:
+                    log.info("capture walks the workspace: %s", exc)
+                else:
+                    return self._diff_seen(seen, stale, report)
+            return self._plan_walk(watcher, stale, report)
+
+    def _watching(self) -> FolderWatcher | None:
+        if self._watcher is None and self._watch:
+            self._watch = False  # opened once: if it fails, every pass walks
+            roots = [str(r) for r in self._roots]
+            self._watcher = FolderWatcher.open(roots, self._inotify or default_inotify)
+            if self._watcher is not None:
+                # Every folder listed from now on -- by a walk, or a scan of one that
+                # appeared -- is watched before it is listed.
+                self._walker.watch = self._watcher.watch
+                self._walker.watch_ignored = self._watcher.watch_ignored
+        return self._watcher
+
+    def _unwatch(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+        self._walker.watch = self._walker.watch_ignored = None
+
+    def _plan_walk(
+        self, watcher: FolderWatcher | None, stale: frozenset[str], report: bool
+    ) -> _Plan:
+        # Until this pass is done (a cancelled one leaves it so): the events it
+        # reads away below are the walk's to find.
+        self._walk_due = True
+        self._excludes = self._walker.exclude_sigs()
+        if watcher is not None:
+            watcher.read()  # what is queued the walk sees anyway
+            watcher.begin_walk()
+        walk = self._walker.walk()
+        if watcher is not None:
+            watcher.end_walk()
+            if watcher.lost is not None:
+                log.warning("capture walks the workspace from now on: %s", watcher.lost)
+                self._unwatch()
+        self.walks += 1
+        return self._diff(walk, stale, report)
 
     def _diff(self, walk: Walk, stale: frozenset[str], report: bool) -> _Plan:
-        files, racy, old_folders = self._files, self._racy, self._folders
-        stat_only = walk.stat_only
-        plan = _Plan([], {}, [], [], [], dict(walk.folders), walk.started_ns)
-        reads, updates, not_captured = plan.reads, plan.updates, plan.not_captured
-        known = 0
+        files, old_folders = self._files, self._folders
+        plan = _Plan(
+            [],
+            {},
+            [],
+            [],
+            [],
+            dict(walk.folders),
+            walk.started_ns,
+            walk.stat_only,
+            None,
+            walk.linked,
+        )
         for path, sig in walk.files.items():
-            old = files.get(path)
-            if old is not None:
-                known += 1
-                if old[0] == sig and path not in racy and path not in stale:
-                    if old[1] is None and path not in stat_only:  # content not known yet
-                        reads.append(_Read(path, sig, old, False))
-                    continue
-            # New here, but in a folder not walked before: what it held then is unknown.
-            tell = report and path not in stale and not (old is None and _under(path, old_folders))
-            if path not in stat_only:
-                reads.append(_Read(path, sig, old, tell))
-                continue
-            if old is not None and old[0] == sig:
-                continue  # a stale or racy entry now kept by stat only: nothing to read
-            updates[path] = (sig, None)
-            if tell:
-                not_captured.append(path)
-                if old is not None and old[1] is not None and not is_regular(sig):
-                    # A file replaced by a symlink (or a fifo): the file is gone.
-                    plan.changes.append(_deleted(path, old))
-        if known < len(files):
-            for path in files.keys() - walk.files.keys():
-                if _under(path, walk.folders):
-                    continue  # in a folder not walked now: kept as it was
-                plan.removals.append(path)
-                old = files[path]
-                if report and path not in stale:
-                    if old[1] is not None:
-                        plan.changes.append(_deleted(path, old))
-                    else:
-                        not_captured.append(path)
+            self._diff_file(plan, path, sig, stale, report)
+        for path in files.keys() - walk.files.keys():
+            if not _under(path, walk.folders):  # in a folder not walked now: kept
+                self._diff_gone(plan, path, stale, report)
         for key in walk.folders.keys() | old_folders.keys():
             now, then = walk.folders.get(key), old_folders.get(key)
             if now is None and _under(key, walk.folders):
                 plan.folders[key] = old_folders[key]  # in a folder that could not be listed
             elif now != then and report:
-                not_captured.append(key)
+                plan.not_captured.append(key)
         return plan
+
+    def _diff_seen(self, seen: Seen, stale: frozenset[str], report: bool) -> _Plan:
+        """As :meth:`_diff`, of only what the watcher's events named."""
+        folders = dict(self._folders)
+        plan = _Plan(
+            [], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked, seen.linked
+        )
+        plan.seen = seen.files.keys() | seen.gone
+        for key, signed in seen.ignored.items():
+            then = folders.pop(key, None)
+            if signed is not None:
+                folders[key] = signed
+            if signed != then and report:
+                plan.not_captured.append(key)
+        for path, sig in seen.files.items():
+            self._diff_file(plan, path, sig, stale, report)
+        for path in seen.gone:
+            if path in self._files and not _under(path, folders):
+                self._diff_gone(plan, path, stale, report)
+        return plan
+
+    def _diff_file(
+        self, plan: _Plan, path: str, sig: Sig, stale: frozenset[str], report: bool
+    ) -> None:
+        old = self._files.get(path)
+        stat_only = plan.stat_only
+        if old is not None and old[0] == sig and path not in self._racy and path not in stale:
+            if old[1] is None and path not in stat_only:  # content not known yet
+                plan.reads.append(_Read(path, sig, old, False))
+            return
+        # New here, but in a folder not walked before: what it held then is unknown.
+        tell = report and path not in stale and not (old is None and _under(path, self._folders))
+        if path not in stat_only:
+            plan.reads.append(_Read(path, sig, old, tell))
+            return
+        if old is not None and old[0] == sig:
+            return  # a stale or racy entry now kept by stat only: nothing to read
+        plan.updates[path] = (sig, None)
+        if tell:
+            plan.not_captured.append(path)
+            if old is not None and old[1] is not None and not is_regular(sig):
+                # A file replaced by a symlink (or a fifo): the file is gone.
+                plan.changes.append(_deleted(path, old))
+
+    def _diff_gone(self, plan: _Plan, path: str, stale: frozenset[str], report: bool) -> None:
+        plan.removals.append(path)
+        old = self._files[path]
+        if report and path not in stale:
+            if old[1] is not None:
+                plan.changes.append(_deleted(path, old))
+            else:
+                plan.not_captured.append(path)
+
+    def _settle(self, plan: _Plan, found: list[tuple[_Read, Sig | None, str | None]]) -> None:
+        """After a pass: what is pending, and which files' content is still unknown."""
+        retry = self._retry
+        if plan.looked is None:  # a walk: everything was looked at
+            self._walk_due = False
+            self._walked_at = time.monotonic()
+            self._pending = Pending()
+            self._linked = plan.linked
+            stat_only = plan.stat_only
+            self._retry = {
+                path
+                for path, (_, blob) in self._files.items()
+                if blob is None and path not in stat_only and not _under(path, plan.folders)
+            }
+            return
+        self._pending.settle(plan.looked)
+        self._linked.difference_update(plan.seen)
+        self._linked.update(plan.linked)
+        retry.difference_update(plan.removals)
+        retry.difference_update(plan.updates)
+        for item, sig, blob in found:
+            if sig is None or blob is not None:
+                retry.discard(item.path)
+            else:
+                retry.add(item.path)
 
 
 def _report(item: _Read, sig: Sig, blob: str | None, plan: _Plan) -> None:

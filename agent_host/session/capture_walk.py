@@ -15,7 +15,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +50,10 @@ class Walk:
     started_ns: int
     """time.time_ns() as the walk began: content read after it whose mtime is this
     recent may yet change within the same timestamp tick."""
+    linked: set[str] = attrs.Factory(set)
+    """The files with other hard links, and the ignored folders (keys) holding one:
+    a write through another link changes them with no event in their own folder,
+    so a watcher looks at them every pass."""
 
 
 def is_executable(sig: Sig) -> bool:
@@ -82,9 +86,18 @@ class Walker:
         self._versions = itertools.count(1)
         self._specs: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
         self._decisions: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
+        self._contexts: dict[str, _Context] = {}
+        """absolute path -> where it is, of each folder the last walk (or scan) listed."""
+        self.watch: Callable[[str, str], None] | None = None
+        """Called with each folder's absolute path and display prefix before it is
+        listed (a watcher's hook)."""
+        self.watch_ignored: Callable[[str, str], None] | None = None
+        """Called with each ignored folder's absolute path and display key before its
+        signature is taken."""
 
     def walk(self) -> Walk:
         found = Walk({}, set(), {}, time.time_ns())
+        self._contexts = {}
         specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]] = {}
         decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]] = {}
         for root, prefix in self._roots:
@@ -110,12 +123,101 @@ class Walker:
             spec = None
         if spec is not None:
             base, key = (("", spec[1]),), (spec[0],)
-        files, stat_only, folders = found.files, found.stat_only, found.folders
+        self._walk_stack(root, prefix, [(root, "", base, key)], found, specs_seen, decisions_seen)
+
+    def exclude_sigs(self) -> list[Sig | None]:
+        """The stat of each root's .git/info/exclude, which a watcher does not see (it
+        never watches .git's tree): a change of one calls for a walk."""
+        sigs: list[Sig | None] = []
+        for root, _ in self._roots:
+            try:
+                sigs.append(sig_of(os.stat(os.path.join(root, ".git", "info", "exclude"))))
+            except OSError:
+                sigs.append(None)
+        return sigs
+
+    def scan(self, parent: str, name: str, found: Walk) -> bool:
+        """Walk the folder ``name`` of the walked folder ``parent`` (absolute) into
+        ``found``, as a whole walk would see it: what a watcher does with a folder
+        that appeared. False if ``parent`` was not walked (then only a walk knows)."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return False
+        root, prefix, rel_dir, specs, key = context
+        child = parent + "/" + name
+        if child in self._root_paths:
+            return False  # another root: walked on its own
+        here = prefix + rel_dir + "/" if rel_dir else prefix
+        rel_prefix = rel_dir + "/" if rel_dir else ""
+        memo: dict[str, bool] = {}
+        if name in self._ignore or (
+            specs and _decide(memo, specs, name + "/", rel_prefix + name, True)
+        ):
+            shown = here + name + "/"
+            if self.watch_ignored is not None:
+                self.watch_ignored(child, shown)
+            sig, has_link = sign_folder(child)
+            if sig is not None:
+                found.folders[shown] = sig
+                if has_link:
+                    found.linked.add(shown)
+            return True
+        stack = [(child, rel_prefix + name, specs, key)]
+        self._walk_stack(root, prefix, stack, found, self._specs, self._decisions)
+        return True
+
+    def classify(self, parent: str, name: str, sig: Sig) -> bool | None:
+        """Whether the non-folder entry ``name`` of the walked folder ``parent`` is
+        kept by stat only (as :attr:`Walk.stat_only`); None if ``parent`` was not
+        walked."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return None
+        _, _, rel_dir, specs, _ = context
+        rel = rel_dir + "/" + name if rel_dir else name
+        return not (
+            stat.S_ISREG(sig[3])
+            and sig[0] <= self._max
+            and not (specs and gitignored(specs, rel, False))
+        )
+
+    def display(self, parent: str) -> str | None:
+        """The display prefix of the entries of the walked folder ``parent``."""
+        context = self._contexts.get(parent)
+        if context is None:
+            return None
+        _, prefix, rel_dir, _, _ = context
+        return prefix + rel_dir + "/" if rel_dir else prefix
+
+    def forget_folders(self, under: str) -> None:
+        """Folders at or under the absolute ``under`` are gone: drop what was known."""
+        cut = under + "/"
+        for path in [p for p in self._contexts if p == under or p.startswith(cut)]:
+            del self._contexts[path]
+
+    def _walk_stack(
+        self,
+        root: str,
+        prefix: str,
+        stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]],
+        found: Walk,
+        specs_seen: dict[str, tuple[Sig, int, pathspec.GitIgnoreSpec | None]],
+        decisions_seen: dict[str, tuple[tuple[int, ...], dict[str, bool]]],
+    ) -> None:
+        files, stat_only, folders, linked = (
+            found.files,
+            found.stat_only,
+            found.folders,
+            found.linked,
+        )
         ignore, max_bytes, other_roots = self._ignore, self._max, self._root_paths - {root}
-        stack: list[tuple[str, str, IgnoreStack, tuple[int, ...]]] = [(root, "", base, key)]
+        contexts, watch, watch_ignored = self._contexts, self.watch, self.watch_ignored
         while stack:
             path, rel_dir, specs, key = stack.pop()
             here = prefix + rel_dir + "/" if rel_dir else prefix  # display prefix of entries
+            if watch is not None:
+                # Watched before it is listed: a change after the listing is an event.
+                watch(path, here)
             try:
                 # Listed through a descriptor, each entry's lstat is an fstatat of its
                 # name: no walk down the whole path again per file.
@@ -144,6 +246,7 @@ class Walker:
                         if spec is not None:
                             specs, key = (*specs, (rel_dir, spec[1])), (*key, spec[0])
                         break
+                contexts[path] = (root, prefix, rel_dir, specs, key)
                 memo: dict[str, bool] | None = None
                 if specs:
                     cached = self._decisions.get(path)
@@ -164,9 +267,14 @@ class Walker:
                             memo is not None
                             and _decide(memo, specs, name + "/", rel_prefix + name, True)
                         ):
-                            sig = folder_signature(child)
+                            shown = here + name + "/"
+                            if watch_ignored is not None:
+                                watch_ignored(child, shown)
+                            sig, has_link = sign_folder(child)
                             if sig is not None:
-                                folders[here + name + "/"] = sig
+                                folders[shown] = sig
+                                if has_link:
+                                    linked.add(shown)
                         elif child not in other_roots:
                             stack.append((child, rel_prefix + name, specs, key))
                         continue
@@ -186,6 +294,8 @@ class Walker:
                         break
                     shown = here + name
                     files[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+                    if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                        linked.add(shown)
                     if not (
                         stat.S_ISREG(st.st_mode)
                         and st.st_size <= max_bytes
@@ -214,6 +324,11 @@ class Walker:
         return None if cached[2] is None else (cached[1], cached[2])
 
 
+_Context = tuple[str, str, str, IgnoreStack, tuple[int, ...]]
+"""A walked folder's root, the root's display prefix, its root-relative path, and
+the .gitignore specs (and their versions) that apply to its entries."""
+
+
 def _decide(memo: dict[str, bool], specs: IgnoreStack, name: str, rel: str, is_dir: bool) -> bool:
     ignored = memo.get(name)
     if ignored is None:
@@ -226,22 +341,32 @@ def folder_signature(path: str) -> str | None:
     and stat of each file in it, the name and inode of each folder (whose own
     content is deep inside, and not looked at). None if the folder is gone. A
     string, so that the index's write-ahead copy (capture_log) can hold it."""
+    return sign_folder(path)[0]
+
+
+def sign_folder(path: str) -> tuple[str | None, bool]:
+    """:func:`folder_signature`, and whether a file in the folder has another hard
+    link (a write through that changes it with no event in the folder)."""
     try:
         with os.scandir(path) as listing:
             sig: list[tuple[object, ...]] = []
+            linked = False
             for entry in listing:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         sig.append((entry.name, entry.inode()))
                     else:
-                        sig.append((entry.name, *sig_of(entry.stat(follow_symlinks=False))))
+                        st = entry.stat(follow_symlinks=False)
+                        sig.append((entry.name, *sig_of(st)))
+                        linked = linked or st.st_nlink > 1
                 except FileNotFoundError:
                     continue
-            return hashlib.blake2b(repr(sorted(sig)).encode(), digest_size=16).hexdigest()
+            digest = hashlib.blake2b(repr(sorted(sig)).encode(), digest_size=16).hexdigest()
+            return digest, linked
     except FileNotFoundError:
-        return None
+        return None, False
     except OSError as exc:
-        return unlisted(exc.errno)
+        return unlisted(exc.errno), False
 
 
 def unlisted(errno_: int | None) -> str:
