@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,29 @@ def git_run(work: Path, turns: list[list[bytes]]) -> tuple[int, int]:
     return loose, packed
 
 
+async def batch_syncs(work: Path, turns: list[list[bytes]]) -> dict[str, float]:
+    """Median time to store one turn's 10 new blobs on the file store: as one batch
+    (two syncfs) and, as before, each with an fsync pair; round robin."""
+    from agent_host.session import blobs
+
+    kept = blobs._SYNC_EACH_MAX
+    stores = {
+        "batch": blobs.FileBlobStore(work / "batch"),
+        "each": blobs.FileBlobStore(work / "each"),
+    }
+    times: dict[str, list[float]] = {k: [] for k in stores}
+    try:
+        for i, contents in enumerate(turns[:40]):
+            for name in sorted(stores, reverse=i % 2 == 1):
+                blobs._SYNC_EACH_MAX = 1 if name == "batch" else len(contents)
+                t0 = time.perf_counter()
+                await stores[name].put_many(contents)
+                times[name].append(time.perf_counter() - t0)
+    finally:
+        blobs._SYNC_EACH_MAX = kept
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def levels(turns: list[list[bytes]]) -> None:
     import zstandard
 
@@ -144,6 +168,12 @@ def main() -> None:
         row("sqlite store vs git loose objects", sqlite_size, loose, "git loose", 1.2)
         row("sqlite store vs git packed (gc)", sqlite_size, packed, "git packed", 3.0)
         print(f"  time to store: file {file_s * 1e3:.0f} ms, sqlite {sqlite_s * 1e3:.0f} ms")
+        syncs = asyncio.run(batch_syncs(work, versions(40, args.files, args.size)))
+        print(
+            f"  one turn's {args.files} new blobs, file store: one batch (2 syncfs) "
+            f"{syncs['batch'] * 1e3:.1f} ms, an fsync pair each {syncs['each'] * 1e3:.1f} ms "
+            f"({syncs['batch'] / syncs['each']:.2f}x)"
+        )
         levels(turns)
     finally:
         shutil.rmtree(work, ignore_errors=True)
