@@ -123,6 +123,11 @@ class FileCheckpointer(StoreBase):
     def url(self) -> str:
         return self.root.as_uri()
 
+    @property
+    def gc_cache(self) -> Path:
+        """Where collect_garbage keeps what each session referred to (see gc)."""
+        return self.root / "gc-refs.json"
+
     # -- the primitives (see StoreBase): each runs on a worker thread, holding the
     # session lock, except a short append while the disk is fast (see pacing).
 

@@ -138,6 +138,14 @@ class SqliteCheckpointer(StoreBase):
             return f"sqlite:///{MEMORY}"
         return "sqlite://" + self.path.as_uri().removeprefix("file://")
 
+    @property
+    def gc_cache(self) -> Path | None:
+        """Where collect_garbage keeps what each session referred to (see gc): in
+        the folder beside the database that holds its locks and pins."""
+        if self.path is None:
+            return None
+        return self.path.with_name(self.path.name + ".locks") / "gc-refs.json"
+
     def _open_in_memory(self) -> sqlite3.Connection:
         """A private database on one connection, gone when the store closes.
 
