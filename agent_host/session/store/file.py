@@ -33,6 +33,7 @@ file, or go without it, and repair nothing.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import logging
@@ -127,6 +128,21 @@ class FileCheckpointer(StoreBase):
     def gc_cache(self) -> Path:
         """Where collect_garbage keeps what each session referred to (see gc)."""
         return self.root / "gc-refs.json"
+
+    async def truncation_marks(self, session_ids: list[str]) -> dict[str, int]:
+        """Per session, a number that changes when a truncation is added (its
+        stash's size), for gc to read only the truncations that changed."""
+
+        def marks() -> dict[str, int]:
+            found = {}
+            for session_id in session_ids:
+                try:
+                    found[session_id] = os.stat(self._stash_path(session_id)).st_size
+                except FileNotFoundError:
+                    found[session_id] = 0
+            return found
+
+        return await asyncio.to_thread(marks)
 
     # -- the primitives (see StoreBase): each runs on a worker thread, holding the
     # session lock, except a short append while the disk is fast (see pacing).

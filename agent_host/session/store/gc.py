@@ -2,16 +2,18 @@
 last collection, not to every event ever logged.
 
 Each collection leaves, per session, the blobs its events and truncations refer to
-as of its head (the head's seq and time, the session's updated_at and its last
-truncation's id with them) in a cache beside the store (the store's ``gc_cache``).
-The next collection reads each session's truncations (their ids tell the new ones)
-and takes its record as it is when the session's head and updated_at are unchanged
-(no log is read), or reads only the events after the recorded head when the event
-there is still the one recorded (the log only grew); anything
-else -- a log cut behind the record, a session deleted and made again, a damaged
-or missing cache -- reads that session's whole log, as a collection without a cache
-does. A session with a capture a crash left unfinished is never recorded: what that
-capture pins is read from the log each time.
+as of its head (the head's seq and time, the session's updated_at and its
+truncations' mark with them) in a cache beside the store (the store's
+``gc_cache``). The next collection reads a session's truncations only when their
+mark changed (a store's ``truncation_marks``: the stash's size, the last
+truncation's id; every time on a store without marks), and takes its record as it
+is when the session's head and updated_at are unchanged (no log is read), or reads
+only the events after the recorded head when the event there is still the one
+recorded (the log only grew). Anything else -- a log cut behind the record, a
+session deleted and made again, a damaged or missing cache -- reads that session's
+whole log, as a collection without a cache does. A session with a capture a crash
+left unfinished is never recorded: what that capture pins is read from the log
+each time.
 
 The cache is not synced: a record lost or torn is read again from the log. Two
 collections at once each write the whole cache; either one's is right.
@@ -30,11 +32,11 @@ from ..events import Event, FileSnapshot, UnknownEvent
 from .base import Checkpointer, SessionInfo
 
 log = logging.getLogger(__name__)
-_VERSION = 2
+_VERSION = 3
 
 Record = tuple[int, float, float, int, list[str]]
-"""head seq, the head event's ts, the session's updated_at, the last truncation's
-id, the blobs referred to."""
+"""head seq, the head event's ts, the session's updated_at, its truncations' mark
+(the store's truncation_marks, else the last truncation's id), the blobs referred to."""
 
 
 async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) -> GcResult:
@@ -48,8 +50,13 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     cached = _load(cache_path) if cache_path is not None else {}
     records: dict[str, Record] = {}
     referenced: set[str] = set()
-    for info in await store.list():
-        blobs, record = await _session_blobs(store, info, cached.get(info.id))
+    infos = await store.list()
+    marks_of = getattr(store, "truncation_marks", None)
+    marks = await marks_of([i.id for i in infos]) if marks_of and cached else {}
+    for info in infos:
+        record = cached.get(info.id)
+        mark = marks.get(info.id)
+        blobs, record = await _session_blobs(store, info, record, mark)
         referenced |= blobs
         if record is not None:
             records[info.id] = record
@@ -59,22 +66,23 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
 
 
 async def _session_blobs(
-    store: Checkpointer, info: SessionInfo, record: Record | None
+    store: Checkpointer, info: SessionInfo, record: Record | None, mark: int | None
 ) -> tuple[set[str], Record | None]:
     """The blobs ``info``'s session refers to, and its record for the next collection
-    (None: do not record it)."""
+    (None: do not record it). ``mark``: the store's truncation mark of the session
+    (see truncation_marks), None if it has none."""
     from ..capture_log import pinned_blobs
 
-    truncations = await store.truncations(info.id)
-    cuts = max((t.id for t in truncations), default=0)
+    unchanged = record is not None and mark is not None and record[3] == mark
+    truncations = [] if unchanged else await store.truncations(info.id)
+    cuts = mark if mark is not None else max((t.id for t in truncations), default=0)
     if record is not None:
-        head, head_ts, updated_at, seen_cuts, known = record
+        head, head_ts, updated_at, _, known = record
         found = set(known)
         # A cut after the recorded head, grown back to it, leaves head and time as
         # they were: its truncation is what says so.
-        for truncation in truncations:
-            if truncation.id > seen_cuts:
-                found |= _referenced(truncation.events)
+        for truncation in truncations:  # new ones, or all when marks are unknown
+            found |= _referenced(truncation.events)
         if (info.head, info.updated_at) == (head, updated_at):
             return found, (head, head_ts, updated_at, cuts, sorted(found))
         newer = await store.read(info.id, since_seq=head - 1) if head > 0 else None
@@ -88,6 +96,8 @@ async def _session_blobs(
     events = await store.read(info.id)
     pinned = await pinned_blobs(events, store.blobs)  # a crash's unfinished capture
     found = _referenced(events)
+    if unchanged:  # not read above; the log is read whole, so are they
+        truncations = await store.truncations(info.id)
     for truncation in truncations:
         found |= _referenced(truncation.events)
     if pinned or not events:

@@ -18,6 +18,7 @@ lives as long as the store, writes no file, and no other store or process sees i
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import sqlite3
@@ -145,6 +146,15 @@ class SqliteCheckpointer(StoreBase):
         if self.path is None:
             return None
         return self.path.with_name(self.path.name + ".locks") / "gc-refs.json"
+
+    async def truncation_marks(self, session_ids: list[str]) -> dict[str, int]:
+        """Per session, its last truncation's id (0: none), in one query, for gc to
+        read only the truncations that changed."""
+        rows = await asyncio.to_thread(
+            self._query, "SELECT session_id, max(id) FROM truncations GROUP BY session_id"
+        )
+        last = dict(rows)
+        return {session_id: last.get(session_id, 0) for session_id in session_ids}
 
     def _open_in_memory(self) -> sqlite3.Connection:
         """A private database on one connection, gone when the store closes.
