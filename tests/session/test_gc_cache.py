@@ -100,7 +100,11 @@ async def test_a_damaged_cache_is_read_past(store, caplog):
     a = await put(store, 1)
     await store.append("s", [UserPrompt(text="p"), snap(a)])
     await collect_garbage(store, grace_seconds=0)
-    for damage in (b"{not json", b'{"version": 2, "sessions": {"s": [1, 2]}}', b"[]"):
+    for damage in (
+        b"{not json",
+        b'{"version": 4, "blobs": [], "sessions": {"s": [1, 2, 3, 0, [7]]}}',
+        b"[]",
+    ):
         store.gc_cache.write_bytes(damage)
         dead = await put(store, 30)
         assert (await collect_garbage(store, grace_seconds=0)).removed == 1

@@ -32,7 +32,7 @@ from ..events import Event, FileSnapshot, UnknownEvent
 from .base import Checkpointer, SessionInfo
 
 log = logging.getLogger(__name__)
-_VERSION = 3
+_VERSION = 4
 
 Record = tuple[int, float, float, int, list[str]]
 """head seq, the head event's ts, the session's updated_at, its truncations' mark
@@ -132,11 +132,11 @@ def _load(path: Path) -> dict[str, Record]:
         data = orjson.loads(path.read_bytes())
         if data.get("version") != _VERSION:
             return {}
+        blobs: list[str] = data["blobs"]
         records: dict[str, Record] = {}
-        for sid, (head, head_ts, updated_at, cuts, blobs) in data["sessions"].items():
-            if not all(is_blob_id(b) for b in blobs):
-                continue
-            records[sid] = (int(head), float(head_ts), float(updated_at), int(cuts), list(blobs))
+        for sid, (head, head_ts, updated_at, mark, refs) in data["sessions"].items():
+            known = [blobs[i] for i in refs]
+            records[sid] = (int(head), float(head_ts), float(updated_at), int(mark), known)
         return records
     except FileNotFoundError:
         return {}
@@ -150,10 +150,20 @@ def _load(path: Path) -> dict[str, Record]:
     ) as exc:
         log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
         return {}
+    except IndexError as exc:
+        log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
+        return {}
 
 
 def _save(path: Path, records: dict[str, Record]) -> None:
-    data = orjson.dumps({"version": _VERSION, "sessions": records})
+    # Each blob once, sessions naming theirs by position: a blob many sessions
+    # share (forks) costs its 64 characters once.
+    at: dict[str, int] = {}
+    sessions = {
+        sid: [head, head_ts, updated_at, mark, [at.setdefault(b, len(at)) for b in known]]
+        for sid, (head, head_ts, updated_at, mark, known) in records.items()
+    }
+    data = orjson.dumps({"version": _VERSION, "blobs": list(at), "sessions": sessions})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
