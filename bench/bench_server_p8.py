@@ -120,6 +120,23 @@ def resume_in_servers(work: Path, store_dir: Path, size: int, runs: int, name: s
     return out
 
 
+def first_resumes(work: Path, store_dir: Path, size: int, runs: int) -> Resumes:
+    """The resume of the same session from a copy of its store without the snapshot:
+    the server folds the log, writes the snapshot, and then should hold only it."""
+    copies = []
+    for i in range(runs):
+        copy = work / f"p8-no-snapshot-{i}"
+        shutil.copytree(store_dir, copy, ignore=shutil.ignore_patterns("snapshots"))
+        copies.append(copy)
+    out = Resumes(size)
+    for i, copy in enumerate(copies):
+        one = resume_in_servers(work, copy, size, 1, f"p8-first-{i}")
+        for name in ("before", "after", "growth", "peak", "peak_growth", "took"):
+            getattr(out, name).values.extend(getattr(one, name).values)
+        shutil.rmtree(copy)
+    return out
+
+
 def hold_many(work: Path, store_dir: Path, runs: int) -> tuple[Samples, Samples, Samples]:
     """One server resuming ``HELD`` copies of the session, each with a history page:
     its VmRSS holding them all, the growth, and the time per resume."""
@@ -173,6 +190,7 @@ def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[
     main = resume_in_servers(work, big, size, runs, "p8")
     lean = resume_in_servers(work, small, small_size, runs, "p8-small")
     held, held_growth, held_took = hold_many(work, big, max(1, runs // 2))
+    first = first_resumes(work, big, size, max(1, runs // 2))
     rows = [
         Row(
             "agent-host serve idle RSS (P5 spawns)",
@@ -194,6 +212,16 @@ def bench_memory(work: Path, runs: int, idle: dict[str, Samples]) -> tuple[list[
             ),
         ),
         Row("session/resume of 100,000 events, time", main.took, "ms", max_value=100),
+        Row(
+            "RSS growth: first session/resume of 100,000 events, no snapshot",
+            first.growth,
+            "MiB",
+            max_value=50,
+            note=(
+                f"folds the log and writes the snapshot in {fmt(first.took.median, 'ms')}; "
+                f"peak growth {fmt(first.peak_growth.median, 'MiB')}"
+            ),
+        ),
         Row("  RSS before resume (same spawns)", main.before, "MiB"),
         Row("  RSS after resume", main.after, "MiB"),
         Row("  peak RSS (VmHWM) after resume", main.peak, "MiB"),

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import attrs
 
 from . import events as ev
-from . import resume_snapshot
+from . import heap, resume_snapshot
 from .checkpoints import pending_capture
 from .conversation import MessageFold, limit_messages
 from .pricing import total_cost
@@ -264,6 +264,12 @@ class SessionState:
         self._forget()
         if not full:
             await self._save_snapshot()  # there was none, or it was stale or damaged
+            # Then hold only it, as a resume from it would: not the whole log.
+            loaded = await resume_snapshot.load(self.store, self.id)
+            if loaded is not None:
+                self._base, self._tail, self._events = loaded.header, loaded.tail, []
+                self._forget()
+                heap.give_back()
 
     async def _grow_tail(self) -> bool:
         """Fold into the tail what was appended since; False if the log changed

@@ -90,10 +90,13 @@ async def reference(store) -> dict:
 
 
 async def resumed(store, model: str, root: Path) -> tuple[dict, bool]:
-    """What a fresh host resuming the session sees, and whether it folded the log."""
+    """What a fresh host resuming the session sees, and whether it folded the log:
+    it holds the whole log, or it wrote a new snapshot (a resume that folds the log
+    writes one, then holds only it)."""
+    before = await _snapshot_or_none(store)
     async with host_on(store, model, root) as host:
         state = await host.resume(SID)
-        folded = state.loaded
+        folded = state.loaded or await _snapshot_or_none(store) != before
         seen = {
             "head": state.head,
             "turns": state.turns,
@@ -102,6 +105,18 @@ async def resumed(store, model: str, root: Path) -> tuple[dict, bool]:
             "messages": await host.history(SID),
         }
         return seen, folded
+
+
+async def _snapshot_or_none(store) -> tuple[bytes, int] | None:
+    owned = isinstance(store, str)
+    s = open_store(store) if owned else store
+    try:
+        read = getattr(s, "read_snapshot", None)
+        found = None if read is None else await read(SID)
+        return None if found is None else (found[0], found[1][0].seq if found[1] else 0)
+    finally:
+        if owned:
+            await s.close()
 
 
 async def snapshot_bytes(store) -> tuple[bytes, int]:
@@ -378,3 +393,22 @@ async def test_every_history_page_is_the_end_of_the_whole_conversation(
             state = await host.resume(SID)
             assert await host.history(SID, limit=limit) == limit_messages(whole, limit), limit
             assert not state.loaded
+
+
+async def test_a_first_resume_without_a_snapshot_writes_it_then_holds_only_it(
+    store_url, tmp_path, root
+):
+    """Issue 27: the log folded once to write the snapshot is not kept; what the state
+    holds after is what a resume from the snapshot holds."""
+    model = script(tmp_path)
+    await build(store_url, model, root)
+    data, head = await snapshot_bytes(store_url)
+    await put_snapshot(store_url, head, b"")  # as good as none: damaged, folded again
+    async with host_on(store_url, model, root) as host:
+        state = await host.resume(SID)
+        assert not state.loaded and state.latest == []
+        assert (await snapshot_bytes(store_url))[1] == head
+        assert await host.history(SID) == (await reference(store_url))["messages"]
+        assert (await host.send("and on")).stop_reason == "end_turn"
+    seen, folded = await resumed(store_url, model, root)
+    assert not folded and seen == await reference(store_url)

@@ -622,5 +622,65 @@ async def test_list_pages_walk_every_session_once_newest_first(store):
         await store.list_page(0)
 
 
+async def test_list_pages_follow_writes_made_through_another_store_object(backend):
+    """A store object kept open (a server's) pages what another one wrote since its
+    last page: new sessions, sessions moved up, deleted ones gone."""
+    writer, reader = backend.open(), backend.open()
+    try:
+        for n in range(5):
+            await writer.append(f"s{n}", [UserPrompt(text=f"p{n}")])
+        assert [i.id for i in await reader.list_page(2)] == ["s4", "s3"]
+        await writer.append("s1", [AssistantMessage(text="moves s1 up")])
+        await writer.append("s9", [UserPrompt(text="new")])
+        await writer.delete("s3")
+        first = await reader.list_page(2)
+        assert [i.id for i in first] == ["s9", "s1"]
+        assert first[1].head == 2
+        rest = await reader.list_page(10, (first[-1].updated_at, first[-1].id))
+        assert [i.id for i in rest] == ["s4", "s2", "s0"]
+        assert [i.id for i in await reader.list()] == ["s9", "s1", "s4", "s2", "s0"]
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+async def test_list_page_continues_after_a_cursor_whose_session_moved_up(store):
+    for n in range(6):
+        await store.append(f"s{n}", [UserPrompt(text=f"p{n}")])
+    first = await store.list_page(3)
+    assert [i.id for i in first] == ["s5", "s4", "s3"]
+    # The page's last session is written to: the walk down goes on where it was.
+    await store.append("s3", [AssistantMessage(text="moves s3 up")])
+    rest = await store.list_page(3, (first[-1].updated_at, first[-1].id))
+    assert [i.id for i in rest] == ["s2", "s1", "s0"]
+    assert [i.id for i in await store.list_page(1)] == ["s3"]
+
+
+async def test_blobs_read_back_whatever_their_content(store):
+    """Blobs are kept compressed where the store compresses (see blob_codec): what
+    is read back is the content, whether it compresses, does not, is empty, or is
+    itself compressed data."""
+    import hashlib
+
+    import zstandard
+
+    text = b"".join(b"line %d of a file that compresses well\n" % i for i in range(200))
+    datas = [
+        text,
+        os.urandom(4096),
+        b"",
+        b"x",
+        zstandard.ZstdCompressor().compress(text),
+        b"\x28\xb5\x2f\xfd not a frame at all, only its magic number" * 4,
+    ]
+    ids = await store.blobs.put_many(datas)
+    assert ids == [hashlib.sha256(d).hexdigest() for d in datas]
+    for blob, data in zip(ids, datas, strict=True):
+        assert await store.blobs.get(blob) == data
+    kept, bad = await store.blobs.read_checked(ids, keep_bytes=1 << 20)
+    assert bad == {} and kept == dict(zip(ids, datas, strict=True))
+    assert await store.blobs.put(text) == ids[0]
+
+
 # The session-id checks, so every suite that imports these runs them too.
 from agent_host.session.store.conformance_ids import *  # noqa: E402, F403

@@ -33,6 +33,7 @@ file, or go without it, and repair nothing.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import logging
@@ -43,7 +44,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from .. import events as ev
 from ..blobs import FileBlobStore
@@ -51,15 +52,15 @@ from ..durable import fsync_dir, write_atomically
 from ..errors import (
     CorruptLogError,
     SessionNotFound,
-    StoreUnavailable,
     store_unavailable,
 )
-from . import file_ids, file_index, file_snapshot, file_stash, framing, locking, log_file
-from .base import SessionInfo, StoreBase, Truncation
-from .file_index import SessionIndex, compact_threshold
+from . import file_ids, file_snapshot, file_stash, framing, locking, log_file
+from .base import ListCursor, SessionInfo, StoreBase, Truncation
+from .file_index import SessionIndex
+from .file_listing import FileListing
 from .ids import file_stem
 from .leases import file_lease
-from .log_file import LogState
+from .log_file import LogState, decode_event
 from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
 from .summary import Summary, summarize
 
@@ -108,6 +109,7 @@ class FileCheckpointer(StoreBase):
         self._made_dirs = False
         self.blobs = FileBlobStore(self.root / "blobs", self.root / "pins")
         self._index = SessionIndex(self.root)
+        self._listing = FileListing(self)
         self._states: dict[str, LogState] = {}
         self._pacer = SyncPacer()
 
@@ -121,6 +123,26 @@ class FileCheckpointer(StoreBase):
     @property
     def url(self) -> str:
         return self.root.as_uri()
+
+    @property
+    def gc_cache(self) -> Path:
+        """Where collect_garbage keeps what each session referred to (see gc)."""
+        return self.root / "gc-refs.json"
+
+    async def truncation_marks(self, session_ids: list[str]) -> dict[str, int]:
+        """Per session, a number that changes when a truncation is added (its
+        stash's size), for gc to read only the truncations that changed."""
+
+        def marks() -> dict[str, int]:
+            found = {}
+            for session_id in session_ids:
+                try:
+                    found[session_id] = os.stat(self._stash_path(session_id)).st_size
+                except FileNotFoundError:
+                    found[session_id] = 0
+            return found
+
+        return await asyncio.to_thread(marks)
 
     # -- the primitives (see StoreBase): each runs on a worker thread, holding the
     # session lock, except a short append while the disk is fast (see pacing).
@@ -270,7 +292,7 @@ class FileCheckpointer(StoreBase):
             self._states[session_id] = state
             return state, []
         where = self._log_path(session_id)
-        found = framing.scan(data, partial(_decode_event, where), where)
+        found = framing.scan(data, partial(decode_event, where), where)
         first = state.summary.head + 1
         seqs = [event.seq for event in found.records]
         if seqs != list(range(first, first + len(seqs))):
@@ -312,15 +334,11 @@ class FileCheckpointer(StoreBase):
         """
         if size < COLD_START_SIZE:
             return None
-        loaded = self._index.load()
-        if loaded is None:
-            return None
-        sessions, pending, _ = loaded
-        info = sessions.get(session_id)
-        if info is None or session_id in pending:
+        info = self._listing.view.info(session_id)
+        if info is None:
             return None
         where = self._log_path(session_id)
-        found = file_snapshot.tail_records(fd, where, partial(_decode_event, where), back_to)
+        found = file_snapshot.tail_records(fd, where, partial(decode_event, where), back_to)
         if found is None or not found[0]:
             return None
         events, offsets, end = found
@@ -491,7 +509,7 @@ class FileCheckpointer(StoreBase):
             cut = state.offsets[seq] if seq < head else state.size
             where = self._log_path(session_id)
             content = os.pread(fd, state.size, 0)
-            everything = framing.scan(content, partial(_decode_event, where), where).records
+            everything = framing.scan(content, partial(decode_event, where), where).records
             kept, removed = everything[:seq], everything[seq:]
             stash_path = self._stash_path(session_id)
             stash = file_stash.read_stash(stash_path)
@@ -548,116 +566,21 @@ class FileCheckpointer(StoreBase):
     def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
         where = self._log_path(session_id)
         data = os.pread(fd, end - start, start)
-        return framing.scan(data, partial(_decode_event, where), where).records
+        return framing.scan(data, partial(decode_event, where), where).records
 
-    # -- the index
+    # -- the index (see file_listing)
 
     @_reported("read")
     def _list(self) -> list[SessionInfo]:
-        if not (self.root / "sessions").is_dir():
-            return []
-        loaded = self._index.load()
-        if loaded is None:
-            with self._repairing("rebuild the index"):
-                self._index.rebuild(self._records_from_logs)
-                loaded = self._index.load()
-            if loaded is None:  # a store this process cannot write: fold the logs here
-                loaded = file_index.parse(self._records_from_logs()) or ({}, set(), 0)
-        sessions, pending, lines = loaded
-        for session_id in pending:
-            # A writer announced a change and has not recorded it: it is running
-            # now (the lock waits for it), died, or could not write the index (a
-            # full disk). The log is the truth.
-            with self._reading(session_id) as (fd, repair):
-                if fd is None:
-                    sessions.pop(session_id, None)
-                    with self._repairing(f"record {session_id!r} deleted"):
-                        with self._index.writing():
-                            self._index.deleted(session_id)
-                    continue
-                state, _ = self._sync(session_id, fd, repair=repair)
-                if state.summary.head == 0:
-                    # A new session's first append that died before its write (a
-                    # fork, say): nothing was appended, so there is no session.
-                    sessions.pop(session_id, None)
-                    with self._repairing(f"record {session_id!r} never made"):
-                        with self._index.writing():
-                            self._index.deleted(session_id)
-                    continue
-                sessions[session_id] = state.summary.info(session_id)
-                with self._repairing(f"record {session_id!r}"):
-                    with self._index.writing():
-                        self._index.record(session_id, state.summary)
-        if lines > compact_threshold(len(sessions)):
-            with self._repairing("compact the index"):
-                self._index.compact()
-        return sorted(sessions.values(), key=_newest_first)
+        return self._listing.list()
+
+    @_reported("read")
+    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+        return self._listing.page(limit, after)
 
     def _record(self, session_id: str, summary: Summary | None) -> None:
-        """Record a change that has happened (None: a delete) in the index.
-
-        A line that cannot be written does not fail the call, which has changed
-        the log already: the ``?`` written before the change stays the index's
-        last word on the session, so ``list()`` reads its log instead.
-        """
-        try:
-            if summary is None:
-                self._index.deleted(session_id)
-            else:
-                self._index.record(session_id, summary)
-        except OSError as exc:
-            log.warning(
-                "%s: session %r changed but the index could not record it (%s); "
-                "list() will read its log",
-                self._index.path,
-                session_id,
-                exc.strerror or exc,
-            )
-
-    @contextmanager
-    def _repairing(self, what: str) -> Iterator[None]:
-        # list() repairs the index on its way; a store it cannot write (read-only,
-        # full) keeps the index as it is, and list() answers from the logs.
-        try:
-            yield
-        except (OSError, StoreUnavailable) as exc:
-            log.warning("%s: could not %s: %s", self._index.path, what, exc)
-
-    def _records_from_logs(self) -> bytes:
-        # Lock-free and read-only: a torn tail here may be a write in progress, so it
-        # is skipped, not cut. Writes racing the rebuild are re-checked by the index.
-        lines = []
-        for entry in os.scandir(self.root / "sessions"):
-            if not entry.name.endswith(".jsonl"):
-                continue
-            try:
-                data = Path(entry.path).read_bytes().rstrip(b"\0")  # see log_file
-            except FileNotFoundError:
-                continue
-            try:
-                found = framing.scan(data, partial(_decode_event, entry.path), entry.path)
-            except CorruptLogError as exc:
-                # One damaged log must not hide every other session from list();
-                # reading that session still raises, naming the file.
-                log.warning("the index leaves out a damaged log: %s", exc)
-                continue
-            session_id = file_ids.id_of(self._sessions_dir, entry.name[: -len(".jsonl")])
-            if found.records and session_id is not None:
-                info = summarize(found.records).info(session_id)
-                lines.append(file_index.info_line(info))
-        return b"".join(lines)
+        self._listing.record(session_id, summary)
 
 
 def _restores(event: ev.Event) -> bool:
     return type(event) is ev.Restore or type(event) is ev.RestoreUndone
-
-
-def _newest_first(info: SessionInfo) -> float:
-    return -info.updated_at
-
-
-def _decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
-    try:
-        return ev.from_dicts(objects)
-    except Exception as exc:  # a checksummed record that still fails to decode
-        raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc

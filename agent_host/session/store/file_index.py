@@ -29,6 +29,8 @@ writer's; a line cut short by the disk damages the index, which is rebuilt.
 from __future__ import annotations
 
 import os
+import threading
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -219,3 +221,104 @@ def _record(session_id: str, s: Summary) -> bytes:
 def info_line(i: SessionInfo) -> bytes:
     row = [i.id, i.created_at, i.updated_at, i.head, i.turns, i.title, i.workspace]
     return orjson.dumps(row) + b"\n"
+
+
+class IndexView:
+    """This process's fold of the index, kept current by reading only the lines
+    appended since it last looked (a rewrite, a new file, starts it afresh), with
+    the sessions in key order: a page of ``list_page`` or one session's record then
+    costs the lines written since and the page, not the whole index.
+
+    Shared by the store's worker threads, hence the lock.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._inode: int | None = None
+        self._offset = 0
+        self.sessions: dict[str, SessionInfo] = {}
+        self.pending: set[str] = set()
+        self.lines = 0
+        self._keys: list[tuple[float, str]] = []
+        """(updated_at, id) of every session, ascending."""
+
+    def page(self, limit: int, after: tuple[float, str] | None) -> list[SessionInfo] | None:
+        """The sessions of ``list_page``; None when the index cannot answer alone (it
+        is missing, damaged, loose, or a write to some session has not been recorded)."""
+        with self._lock:
+            if not self._refresh() or self.pending:
+                return None
+            if self.lines > compact_threshold(len(self.sessions)):
+                return None
+            end = len(self._keys) if after is None else bisect_left(self._keys, tuple(after))
+            keys = self._keys[max(end - limit, 0) : end]
+            return [self.sessions[sid] for _, sid in reversed(keys)]
+
+    def info(self, session_id: str) -> SessionInfo | None:
+        """The index's record of ``session_id``; None if it has none it vouches for."""
+        with self._lock:
+            if not self._refresh() or session_id in self.pending:
+                return None
+            return self.sessions.get(session_id)
+
+    def _refresh(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            self._forget()
+            return False
+        try:
+            stat = os.fstat(fd)
+            if stat.st_ino != self._inode or stat.st_size < self._offset:
+                self._forget()
+                self._inode = stat.st_ino
+            data = os.pread(fd, stat.st_size - self._offset, self._offset)
+        finally:
+            os.close(fd)
+        end = data.rfind(b"\n")
+        if end < 0:
+            return True  # nothing new, or a line still being written
+        try:
+            rows = orjson.loads(b"[" + data[:end].replace(b"\n", b",") + b"]")
+            self._apply(rows, whole=self._offset == 0 or len(rows) > len(self._keys) // 8)
+        except (orjson.JSONDecodeError, TypeError, IndexError, KeyError):
+            self._forget()  # damaged: list() rebuilds it
+            return False
+        self._offset += end + 1
+        self.lines += len(rows)
+        return True
+
+    def _apply(self, rows: list[list], whole: bool) -> None:
+        """Fold ``rows`` in; ``whole``: many, so sort the keys once after."""
+        sessions, pending, keys = self.sessions, self.pending, self._keys
+        for row in rows:
+            if len(row) == 7:
+                info = SessionInfo(*row)
+                old = sessions.get(info.id)
+                if not whole:
+                    if old is not None:
+                        _drop(keys, (old.updated_at, old.id))
+                    insort(keys, (info.updated_at, info.id))
+                sessions[info.id] = info
+                pending.discard(info.id)
+            elif row[0] == PENDING:
+                pending.add(row[1])
+            elif row[0] == DELETED:
+                old = sessions.pop(row[1], None)
+                if old is not None and not whole:
+                    _drop(keys, (old.updated_at, old.id))
+                pending.discard(row[1])
+            else:
+                raise KeyError(row[0])
+        if whole:
+            self._keys = sorted((i.updated_at, i.id) for i in sessions.values())
+
+
+def _drop(keys: list[tuple[float, str]], key: tuple[float, str]) -> None:
+    at = bisect_left(keys, key)
+    if at < len(keys) and keys[at] == key:
+        del keys[at]

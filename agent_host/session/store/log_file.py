@@ -23,9 +23,12 @@ from __future__ import annotations
 import logging
 import os
 from array import array
+from typing import Any
 
 import attrs
 
+from .. import events as ev
+from ..errors import CorruptLogError
 from .pacing import WouldBlock
 from .summary import Summary
 
@@ -170,3 +173,11 @@ def cut_to(fd: int, content: bytes, cut: int) -> None:
             log.error("a truncated log could not be synced or put back (%s); the cut stays", exc)
             return  # the truncation has happened, and its stash record stays
         raise
+
+
+def decode_event(where: str, objects: list[dict[str, Any]]) -> list[ev.Event]:
+    """The events of one framed record of the log at ``where``."""
+    try:
+        return ev.from_dicts(objects)
+    except Exception as exc:  # a checksummed record that still fails to decode
+        raise CorruptLogError(f"{where}: an event could not be read: {exc}") from exc

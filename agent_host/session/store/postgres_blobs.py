@@ -1,8 +1,9 @@
 """The PostgreSQL store's blobs: in the database, so any host restores from them.
 
-A blob is a row in ``blobs`` (its sha256, size, last touch) and its bytes in
-``blob_chunks``, 1 MiB a row: a large snapshot is written and read a chunk at a
-time, never as one huge value, and every read checks the bytes against the id.
+A blob is a row in ``blobs`` (its sha256, stored size, last touch) and its stored
+bytes (compressed, see session.blob_codec) in ``blob_chunks``, 1 MiB a row: a large
+snapshot is written and read a chunk at a time, never as one huge value, and every
+read checks the bytes against the id.
 Known content is not written again: the upsert that touches its row says so.
 
 A holder's pins (see session.blob_pins) are rows of ``blob_pins`` under its row in
@@ -14,12 +15,12 @@ idle that long finds out at its next pin.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Collection, Iterable, Sequence, Set
 
 from psycopg import Connection, sql
 
+from .. import blob_codec
 from ..blobs import GcResult, blob_id, check_blob_id, verified
 from ..errors import BlobCorrupt, BlobNotFound
 from .postgres_conn import Pool, Target
@@ -80,10 +81,13 @@ class PostgresBlobStore:
 
     async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         items = [(blob_id(d), bytes(d)) for d in datas]
-        await asyncio.to_thread(self._put, dict(items), pin)
+        await asyncio.to_thread(
+            self._put, {blob: blob_codec.encode(d) for blob, d in dict(items).items()}, pin
+        )
         return [blob for blob, _ in items]
 
     def _put(self, new: dict[str, bytes], pin: str | None = None) -> None:
+        """Store ``new``: id -> the bytes to store (encoded)."""
         now = time.time()
         with self._pool.connection("store a snapshot in") as conn:
             if pin is not None:  # first, as a pin and gc lock the holder's row first
@@ -111,7 +115,6 @@ class PostgresBlobStore:
         return await asyncio.to_thread(self._get, blob)
 
     def _get(self, blob: str) -> bytes:
-        digest = hashlib.sha256()
         parts: list[bytes] = []
         with self._pool.connection("read the snapshot in") as conn:
             # A server-side cursor: a large blob arrives a chunk at a time.
@@ -119,15 +122,10 @@ class PostgresBlobStore:
                 cur.itersize = 4
                 cur.execute(self._one, (blob,))
                 for (data,) in cur:
-                    digest.update(data)
                     parts.append(bytes(data))
         if not parts:
             raise BlobNotFound(f"blob {blob} is not in the blob store")
-        if digest.hexdigest() != blob:
-            raise BlobCorrupt(
-                f"blob {blob} in {self._where} is damaged: its bytes no longer match its sha256"
-            )
-        return b"".join(parts)
+        return verified(blob, b"".join(parts), self._where)
 
     async def exists(self, blob: str) -> bool:
         check_blob_id(blob)
@@ -205,9 +203,8 @@ class PostgresBlobStore:
                     if blob not in parts:
                         bad[blob] = "missing"
                         continue
-                    data = b"".join(parts.pop(blob))
                     try:
-                        verified(blob, data, self._where)
+                        data = verified(blob, b"".join(parts.pop(blob)), self._where)
                     except BlobCorrupt:
                         bad[blob] = "damaged"
                         continue

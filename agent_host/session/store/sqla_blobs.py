@@ -1,4 +1,5 @@
-"""The SQLAlchemy store's blobs: the ``agent_host_blobs`` table of the same database.
+"""The SQLAlchemy store's blobs: the ``agent_host_blobs`` table of the same database,
+compressed (see session.blob_codec).
 
 Pins (see session.blob_pins): on an SQLite file, lock files beside it (a dead
 holder's go with its process, as for the SQLite store); in memory, a set; on
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select, update
 
+from .. import blob_codec
 from ..blob_pins import FilePins, MemoryPins
 from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
 from ..errors import BlobNotFound
@@ -53,7 +55,10 @@ class SqlAlchemyBlobStore:
             async with s._connect("store blobs in", write=True) as conn:
                 await conn.execute(
                     s.upsert(table, ["id"], ["touched_at"]),
-                    [{"id": b, "data": d, "touched_at": now} for b, d in sorted(rows.items())],
+                    [
+                        {"id": b, "data": blob_codec.encode(d), "touched_at": now}
+                        for b, d in sorted(rows.items())
+                    ],
                 )
                 await conn.commit()
         if pin is not None:

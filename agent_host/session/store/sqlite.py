@@ -18,6 +18,7 @@ lives as long as the store, writes no file, and no other store or process sees i
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import sqlite3
@@ -36,7 +37,7 @@ from ..errors import (
     StoreUnavailable,
     store_unavailable,
 )
-from .base import SessionInfo, StoreBase, Truncation
+from .base import ListCursor, SessionInfo, StoreBase, Truncation
 from .ids import file_stem
 from .leases import LocalLeases, file_lease
 from .sqlite_blobs import SqliteBlobStore
@@ -97,6 +98,11 @@ MIGRATIONS = [
         data BLOB NOT NULL
     )
     """,
+    # 4: pages of list_page by key, (updated_at, id) both descending.
+    """
+    CREATE INDEX sessions_by_page ON sessions (updated_at DESC, id DESC);
+    DROP INDEX sessions_by_update
+    """,
 ]
 
 
@@ -132,6 +138,23 @@ class SqliteCheckpointer(StoreBase):
         if self.path is None:
             return f"sqlite:///{MEMORY}"
         return "sqlite://" + self.path.as_uri().removeprefix("file://")
+
+    @property
+    def gc_cache(self) -> Path | None:
+        """Where collect_garbage keeps what each session referred to (see gc): in
+        the folder beside the database that holds its locks and pins."""
+        if self.path is None:
+            return None
+        return self.path.with_name(self.path.name + ".locks") / "gc-refs.json"
+
+    async def truncation_marks(self, session_ids: list[str]) -> dict[str, int]:
+        """Per session, its last truncation's id (0: none), in one query, for gc to
+        read only the truncations that changed."""
+        rows = await asyncio.to_thread(
+            self._query, "SELECT session_id, max(id) FROM truncations GROUP BY session_id"
+        )
+        last = dict(rows)
+        return {session_id: last.get(session_id, 0) for session_id in session_ids}
 
     def _open_in_memory(self) -> sqlite3.Connection:
         """A private database on one connection, gone when the store closes.
@@ -261,7 +284,17 @@ class SqliteCheckpointer(StoreBase):
     def _list(self) -> list[SessionInfo]:
         rows = self._query(
             "SELECT id, created_at, updated_at, head, turns, title, workspace FROM sessions "
-            "ORDER BY updated_at DESC",
+            "ORDER BY updated_at DESC, id DESC",
+        )
+        return [SessionInfo(*row) for row in rows]
+
+    def _list_page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
+        # By key on sessions_by_page: the page's rows, whatever the number of sessions.
+        where, args = ("", ()) if after is None else ("WHERE (updated_at, id) < (?, ?) ", after)
+        rows = self._query(
+            "SELECT id, created_at, updated_at, head, turns, title, workspace FROM sessions "
+            f"{where}ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (*args, limit),
         )
         return [SessionInfo(*row) for row in rows]
 
@@ -289,10 +322,10 @@ class SqliteCheckpointer(StoreBase):
                 self._conn.execute("BEGIN")
                 try:
                     row = self._conn.execute(
-                        "SELECT head, CASE WHEN ? IS NULL THEN data ELSE substr(data, 1, ?) END "
-                        "FROM snapshots WHERE session_id = ?",
-                        (limit, limit, session_id),
+                        "SELECT head, rowid FROM snapshots WHERE session_id = ?", (session_id,)
                     ).fetchone()
+                    if row:
+                        snapshot = self._snapshot_bytes(row[1], limit)
                     rows = (
                         self._conn.execute(
                             "SELECT data FROM events WHERE session_id = ? AND seq >= ? "
@@ -308,7 +341,14 @@ class SqliteCheckpointer(StoreBase):
                 raise _busy(self._where, "read", exc) from None
         if row is None:
             return None
-        return bytes(row[1] or b""), [self.decode(data) for (data,) in rows]
+        return snapshot, [self.decode(data) for (data,) in rows]
+
+    def _snapshot_bytes(self, rowid: int, limit: int | None) -> bytes:
+        """The snapshot of ``rowid``, its first ``limit`` bytes if given: read as an
+        incremental blob, so a header costs its own pages, not the whole value's (a
+        ``substr`` of a blob reads all of it first)."""
+        with self._conn.blobopen("snapshots", "data", rowid, readonly=True) as blob:
+            return blob.read(-1 if limit is None else limit)
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:
         if self.path is None:

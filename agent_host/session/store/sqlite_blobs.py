@@ -8,6 +8,7 @@ import time
 from collections.abc import Collection, Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
+from .. import blob_codec
 from ..blob_pins import FilePins, MemoryPins
 from ..blobs import GcResult, blob_id, check_all, check_blob_id, verified
 from ..errors import BlobNotFound
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class SqliteBlobStore:
-    """Content-addressed blobs in the ``blobs`` table of the store's database; pins
+    """Content-addressed blobs in the ``blobs`` table of the store's database
+    (compressed, see blob_codec); pins
     (see blob_pins) as lock files beside it, in ``<database>.locks/pins``."""
 
     def __init__(self, store: SqliteCheckpointer) -> None:
@@ -30,13 +32,12 @@ class SqliteBlobStore:
         )
 
     async def put(self, data: bytes) -> str:
-        blob = blob_id(data)
-        await asyncio.to_thread(self._put, blob, bytes(data))
-        return blob
+        return (await self.put_many([data]))[0]
 
     async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
         rows = [(blob_id(d), bytes(d)) for d in datas]
         blobs = [blob for blob, _ in rows]
+        rows = [(blob, blob_codec.encode(d)) for blob, d in dict(rows).items()]
 
         def put_many() -> None:
             self._put_rows(rows)
@@ -89,9 +90,6 @@ class SqliteBlobStore:
                 "ON CONFLICT (id) DO UPDATE SET touched_at = excluded.touched_at",
                 [(blob, data, now) for blob, data in rows],
             )
-
-    def _put(self, blob: str, data: bytes) -> None:
-        self._put_rows([(blob, data)])
 
     async def get(self, blob: str) -> bytes:
         check_blob_id(blob)

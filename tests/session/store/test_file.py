@@ -8,7 +8,7 @@ import stat
 import orjson
 import pytest
 
-from agent_host.session import FileCheckpointer, open_store
+from agent_host.session import FileCheckpointer, blob_codec, open_store
 from agent_host.session.events import AssistantMessage, SessionStarted, UserPrompt
 from agent_host.session.store import file_index, framing, log_file
 
@@ -222,7 +222,7 @@ async def test_blob_files_are_whole_and_private(root):
     store = FileCheckpointer(root)
     blob = await store.blobs.put(b"x" * 10_000)
     path = root / "blobs" / blob[:2] / blob[2:]
-    assert path.read_bytes() == b"x" * 10_000
+    assert blob_codec.decode(blob, path.read_bytes()) == b"x" * 10_000
     assert mode(path) == 0o600
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
 

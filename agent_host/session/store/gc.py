@@ -1,0 +1,180 @@
+"""Collecting the blobs no event refers to, in proportion to what changed since the
+last collection, not to every event ever logged.
+
+Each collection leaves, per session, the blobs its events and truncations refer to
+as of its head (the head's seq and time, the session's updated_at and its
+truncations' mark with them) in a cache beside the store (the store's
+``gc_cache``). The next collection reads a session's truncations only when their
+mark changed (a store's ``truncation_marks``: the stash's size, the last
+truncation's id; every time on a store without marks), and takes its record as it
+is when the session's head and updated_at are unchanged (no log is read), or reads
+only the events after the recorded head when the event there is still the one
+recorded (the log only grew). Anything else -- a log cut behind the record, a
+session deleted and made again, a damaged or missing cache -- reads that session's
+whole log, as a collection without a cache does. A session with a capture a crash
+left unfinished is never recorded: what that capture pins is read from the log
+each time.
+
+The cache is not synced: a record lost or torn is read again from the log. Two
+collections at once each write the whole cache; either one's is right.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import orjson
+
+from ..blobs import GcResult, is_blob_id
+from ..events import Event, FileSnapshot, UnknownEvent
+from .base import Checkpointer, SessionInfo
+
+log = logging.getLogger(__name__)
+_VERSION = 4
+
+Record = tuple[int, float, float, int, list[str]]
+"""head seq, the head event's ts, the session's updated_at, its truncations' mark
+(the store's truncation_marks, else the last truncation's id), the blobs referred to."""
+
+
+async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) -> GcResult:
+    """Remove blobs that no event of any session (truncated ones included) refers to.
+
+    Blobs stored within ``grace_seconds`` are kept whatever happens: a snapshot is
+    stored just before the event that refers to it is appended. So are blobs a live
+    holder pinned (see blob_pins): a workspace index's, in this process or another.
+    """
+    cache_path: Path | None = getattr(store, "gc_cache", None)
+    cached = _load(cache_path) if cache_path is not None else {}
+    records: dict[str, Record] = {}
+    referenced: set[str] = set()
+    infos = await store.list()
+    marks_of = getattr(store, "truncation_marks", None)
+    marks = await marks_of([i.id for i in infos]) if marks_of and cached else {}
+    for info in infos:
+        record = cached.get(info.id)
+        mark = marks.get(info.id)
+        blobs, record = await _session_blobs(store, info, record, mark)
+        referenced |= blobs
+        if record is not None:
+            records[info.id] = record
+    if cache_path is not None:
+        _save(cache_path, records)
+    return await store.blobs.gc(referenced, grace_seconds)
+
+
+async def _session_blobs(
+    store: Checkpointer, info: SessionInfo, record: Record | None, mark: int | None
+) -> tuple[set[str], Record | None]:
+    """The blobs ``info``'s session refers to, and its record for the next collection
+    (None: do not record it). ``mark``: the store's truncation mark of the session
+    (see truncation_marks), None if it has none."""
+    from ..capture_log import pinned_blobs
+
+    unchanged = record is not None and mark is not None and record[3] == mark
+    truncations = [] if unchanged else await store.truncations(info.id)
+    cuts = mark if mark is not None else max((t.id for t in truncations), default=0)
+    if record is not None:
+        head, head_ts, updated_at, _, known = record
+        found = set(known)
+        # A cut after the recorded head, grown back to it, leaves head and time as
+        # they were: its truncation is what says so.
+        for truncation in truncations:  # new ones, or all when marks are unknown
+            found |= _referenced(truncation.events)
+        if (info.head, info.updated_at) == (head, updated_at):
+            return found, (head, head_ts, updated_at, cuts, sorted(found))
+        newer = await store.read(info.id, since_seq=head - 1) if head > 0 else None
+        if newer and newer[0].seq == head and newer[0].ts == head_ts:
+            found |= _referenced(newer[1:])  # the log only grew since
+            # No capture was pending at the recorded head: one now began after it.
+            pinned = await pinned_blobs(newer[1:], store.blobs)
+            last = newer[-1]
+            new_record = (last.seq, last.ts, info.updated_at, cuts, sorted(found))
+            return found | pinned, None if pinned else new_record
+    events = await store.read(info.id)
+    pinned = await pinned_blobs(events, store.blobs)  # a crash's unfinished capture
+    found = _referenced(events)
+    if unchanged:  # not read above; the log is read whole, so are they
+        truncations = await store.truncations(info.id)
+    for truncation in truncations:
+        found |= _referenced(truncation.events)
+    if pinned or not events:
+        return found | pinned, None
+    last = events[-1]
+    return found, (last.seq, last.ts, info.updated_at, cuts, sorted(found))
+
+
+def _referenced(events: list[Event]) -> set[str]:
+    found: set[str] = set()
+    for event in events:
+        if isinstance(event, FileSnapshot):
+            found.update(b for b in (event.before, event.after, event.buffer_before) if b)
+        elif isinstance(event, UnknownEvent):
+            # A newer version's event may refer to blobs under any field name.
+            found.update(_blob_ids_in(event.data))
+    return found
+
+
+def _blob_ids_in(value: object) -> list[str]:
+    if is_blob_id(value):
+        return [value]  # type: ignore[list-item]
+    if isinstance(value, dict):
+        return [b for v in value.values() for b in _blob_ids_in(v)]
+    if isinstance(value, list):
+        return [b for v in value for b in _blob_ids_in(v)]
+    return []
+
+
+def _load(path: Path) -> dict[str, Record]:
+    try:
+        data = orjson.loads(path.read_bytes())
+        if data.get("version") != _VERSION:
+            return {}
+        blobs: list[str] = data["blobs"]
+        records: dict[str, Record] = {}
+        for sid, (head, head_ts, updated_at, mark, refs) in data["sessions"].items():
+            known = [blobs[i] for i in refs]
+            records[sid] = (int(head), float(head_ts), float(updated_at), int(mark), known)
+        return records
+    except FileNotFoundError:
+        return {}
+    except (
+        OSError,
+        orjson.JSONDecodeError,
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as exc:
+        log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
+        return {}
+    except IndexError as exc:
+        log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
+        return {}
+
+
+def _save(path: Path, records: dict[str, Record]) -> None:
+    # Each blob once, sessions naming theirs by position: a blob many sessions
+    # share (forks) costs its 64 characters once.
+    at: dict[str, int] = {}
+    sessions = {
+        sid: [head, head_ts, updated_at, mark, [at.setdefault(b, len(at)) for b in known]]
+        for sid, (head, head_ts, updated_at, mark, known) in records.items()
+    }
+    data = orjson.dumps({"version": _VERSION, "blobs": list(at), "sessions": sessions})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:  # a cache: the next collection reads the logs instead
+        log.warning("%s: the gc cache was not written: %s", path, exc)
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""P13 pages by key and the SQLite resume header (issue 27), each beside its peer or
+floor in the same run.
+
+    python bench/bench_store_p13.py [--sessions 100000] [--events 400000] [--dir D]
+
+Pages: ``list_page(50)`` of 100,000 sessions on the file and SQLite stores, a store
+object kept open (as a server holds it; median of 30 first pages, each after one
+session was written), and its first page from a new store object; beside ``list()``
+of the same store, what a page cost before it was read by key. The sessions are one
+session made through the API and copied (its log and its index line on the file
+store, its rows on SQLite), with distinct times: building 100,000 through the API
+would take most of an hour of fsyncs.
+
+Resume header: ``resume_snapshot.load`` without the body (what a resume reads first)
+of a session of 400,000 events with its snapshot, on SQLite beside the file store,
+from a new store object each time (median of 9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_common import default_base, git_state, load_average
+from bench_store_common import turn_events
+
+from agent_host.session import open_store
+from agent_host.session.events import AssistantMessage
+from agent_host.session.store import file_index
+from agent_host.session.store.info import SessionInfo
+
+
+async def build_sessions(work: Path, n: int) -> tuple[str, str]:
+    file_root, db = work / "pages-file", work / "pages.db"
+    for url in (str(file_root), f"sqlite://{db}"):
+        store = open_store(url)
+        await store.append("seed", turn_events(0))
+        await store.close()
+    log = (file_root / "sessions" / "seed.jsonl").read_bytes()
+    loaded = file_index.parse((file_root / "index.jsonl").read_bytes())
+    assert loaded is not None
+    (seed,) = loaded[0].values()
+    lines = []
+    base = time.time() - n
+    for i in range(n):
+        sid = f"s{i:06d}"
+        (file_root / "sessions" / f"{sid}.jsonl").write_bytes(log)
+        info = SessionInfo(sid, base + i, base + i, seed.head, seed.turns, seed.title, "")
+        lines.append(file_index.info_line(info))
+    (file_root / "index.jsonl").write_bytes(b"".join(lines))
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.executemany(
+            "INSERT INTO sessions SELECT ?, ?, ?, head, turns, title, workspace "
+            "FROM sessions WHERE id = 'seed'",
+            [(f"s{i:06d}", base + i, base + i) for i in range(n)],
+        )
+        conn.executemany(
+            "INSERT INTO events SELECT ?, seq, data FROM events WHERE session_id = 'seed'",
+            [(f"s{i:06d}",) for i in range(n)],
+        )
+    conn.close()
+    return str(file_root), f"sqlite://{db}"
+
+
+async def pages(url: str, rounds: int) -> dict[str, float]:
+    store = open_store(url)
+    t0 = time.perf_counter()
+    everything = await store.list()
+    whole = time.perf_counter() - t0
+    await store.list_page(50)  # the kept store's first look
+    warm = []
+    for r in range(rounds):
+        await store.append(f"s{r:06d}", [AssistantMessage(text="moves it up")])
+        t0 = time.perf_counter()
+        page = await store.list_page(50)
+        warm.append(time.perf_counter() - t0)
+        assert page[0].id == f"s{r:06d}" and len(page) == 50
+    deep = []
+    for _ in range(rounds):
+        mid = everything[len(everything) // 2]
+        t0 = time.perf_counter()
+        page = await store.list_page(50, (mid.updated_at, mid.id))
+        deep.append(time.perf_counter() - t0)
+    await store.close()
+    cold = []
+    for _ in range(5):
+        other = open_store(url)
+        t0 = time.perf_counter()
+        await other.list_page(50)
+        cold.append(time.perf_counter() - t0)
+        await other.close()
+    return {
+        "page": statistics.median(warm),
+        "deep": statistics.median(deep),
+        "cold": statistics.median(cold),
+        "list": whole,
+    }
+
+
+async def build_long(work: Path, events: int) -> tuple[str, str]:
+    from agent_host.session.state import SessionState
+
+    urls = (str(work / "long-file"), f"sqlite://{work / 'long.db'}")
+    batch = 500  # turns (4 events each) per append
+    for url in urls:
+        store = open_store(url)
+        for start in range(0, events // 4, batch):
+            turns = range(start, min(start + batch, events // 4))
+            await store.append("long", [e for i in turns for e in turn_events(i)])
+        state = SessionState(store, "long")
+        await state.refresh(full=False)  # writes the snapshot, as a turn end does
+        assert (await store.read_snapshot("long", 16)) is not None
+        await store.close()
+    return urls
+
+
+async def headers(urls: tuple[str, str], rounds: int) -> dict[str, float]:
+    from agent_host.session import resume_snapshot
+
+    times: dict[str, list[float]] = {"file": [], "sqlite": []}
+    for r in range(rounds):
+        for name, url in sorted(zip(times, urls, strict=True), reverse=r % 2 == 1):
+            store = open_store(url)
+            t0 = time.perf_counter()
+            loaded = await resume_snapshot.load(store, "long")
+            times[name].append(time.perf_counter() - t0)
+            assert loaded is not None and loaded.fold is None
+            await store.close()
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def line(name: str, value: float, peer: float | None, peer_name: str, target: str) -> None:
+    ratio = f"{value / peer:6.2f}x" if peer else "       "
+    peer_text = f"{peer_name} {peer * 1e3:9.2f} ms" if peer else " " * (len(peer_name) + 13)
+    print(f"  {name:<44} {value * 1e3:9.2f} ms  {peer_text}  {ratio}  {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--only", default="pages,header")
+    args = parser.parse_args()
+    base = args.dir or default_base()
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="p13-", dir=base))
+    print(f"P13 pages by key ({args.sessions:,} sessions), resume header ({args.events:,} events)")
+    print(f"  agent_host at {git_state()}; load average {load_average()}")
+    try:
+        if "pages" in args.only:
+            file_url, sqlite_url = asyncio.run(build_sessions(work, args.sessions))
+            for name, url in (("file", file_url), ("sqlite", sqlite_url)):
+                got = asyncio.run(pages(url, args.rounds))
+                line(
+                    f"{name}: list_page(50), store kept open",
+                    got["page"],
+                    got["list"],
+                    "list()",
+                    "target <= 5 ms",
+                )
+                line(f"{name}:   a page from the middle", got["deep"], got["list"], "list()", "")
+                line(
+                    f"{name}:   first page of a new store object",
+                    got["cold"],
+                    got["list"],
+                    "list()",
+                    "",
+                )
+        if "header" in args.only:
+            t0 = time.perf_counter()
+            urls = asyncio.run(build_long(work, args.events))
+            print(
+                f"  (built the {args.events:,}-event session in {time.perf_counter() - t0:.0f} s)"
+            )
+            snap = os.path.getsize(work / "long-file" / "snapshots" / "long.snap")
+            got = asyncio.run(headers(urls, 9))
+            line(
+                f"sqlite: resume header, snapshot {snap / 1e6:.0f} MB",
+                got["sqlite"],
+                got["file"],
+                "file store",
+                "target <= 2x",
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
