@@ -29,6 +29,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     static readonly viewId = 'agentHost.chat';
     private view: vscode.WebviewView | undefined;
     private state: ChatState | undefined;
+    /** A prompt to put back into the input (one that was not sent), until the page has it. */
+    private unsent: string | undefined;
+    /** The page has said it is ready (its script listens). */
+    private pageReady = false;
     private timer: NodeJS.Timeout | undefined;
     private readonly disposables: vscode.Disposable[] = [];
     /** Settled when the page has said it is ready (and got its first render). */
@@ -50,11 +54,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
     resolveWebviewView(view: vscode.WebviewView): void {
         this.view = view;
+        this.pageReady = false;
         view.webview.options = { enableScripts: true, localResourceRoots: [] };
         view.webview.html = html(view.webview);
         this.disposables.push(
             view.webview.onDidReceiveMessage((message: ChatMessageFromView) => {
                 if (message.type === 'ready') {
+                    this.pageReady = true;
                     this.flush();
                     this.shown.resolve();
                 } else {
@@ -104,9 +110,24 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         }
     }
 
+    /** Puts `text` back into the prompt box (a prompt that could not be sent). */
+    restorePrompt(text: string): void {
+        this.unsent = text;
+        this.flush();
+        this.reveal().catch(() => undefined);
+    }
+
     private flush(): void {
         if (this.view && this.state) {
             void this.view.webview.postMessage({ type: 'render', state: this.state });
+        }
+        if (this.view && this.pageReady && this.unsent !== undefined) {
+            const text = this.unsent;
+            void this.view.webview.postMessage({ type: 'prompt', text }).then((delivered) => {
+                if (delivered && this.unsent === text) {
+                    this.unsent = undefined;
+                }
+            });
         }
     }
 }
@@ -246,6 +267,11 @@ function html(webview: vscode.Webview): string {
   });
   window.addEventListener('message', (event) => {
     if (event.data && event.data.type === 'render') render(event.data.state);
+    if (event.data && event.data.type === 'prompt' && !prompt.value.trim()) {
+      // a prompt that was not sent (the server did not start): back, to send again
+      prompt.value = event.data.text;
+      prompt.focus();
+    }
   });
   vscode.postMessage({ type: 'ready' });
 })();

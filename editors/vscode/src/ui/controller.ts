@@ -13,7 +13,9 @@ import { Cancelled, errorText } from './errors';
 import { HISTORY_SCHEME, HistoryContentProvider } from './historyDocument';
 import { PermissionPrompter, ProposalContentProvider, PROPOSAL_SCHEME } from './permission';
 import { NotificationProgress } from './progress';
+import { StartFailure } from '../protocol/startFailure';
 import { SessionCommands } from './sessionCommands';
+import { setServerPath, showStartFailure, type StartFailureActions } from './startFailure';
 import { SessionState } from './sessionState';
 import { StatusView } from './statusView';
 import { TurnCommands } from './turnCommands';
@@ -97,6 +99,7 @@ export class Controller implements vscode.Disposable, UiContext {
             command('agentHost.showHistory', () => this.showHistory()),
             command('agentHost.showChat', () => this.chat.reveal()),
             command('agentHost.restartServer', () => this.restart()),
+            command('agentHost.setServerPath', () => setServerPath(this.startFailureActions())),
             vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
         );
         this.render();
@@ -176,10 +179,18 @@ export class Controller implements vscode.Disposable, UiContext {
         }
         const text = errorText(err);
         this.log(`error: ${text}`);
+        if (err instanceof StartFailure) {
+            showStartFailure(err, this.startFailureActions()).catch((e) => this.showError(e));
+            return;
+        }
         void vscode.window.showErrorMessage(`Agent Host: ${text}`);
     }
 
     // -- the server and the chat view
+
+    private startFailureActions(): StartFailureActions {
+        return { output: this.output, retry: () => this.server.ensureStarted(), log: (line) => this.log(line) };
+    }
 
     private async restart(): Promise<void> {
         if (this.state.operations.length) {

@@ -4,7 +4,7 @@
  */
 
 import * as vscode from 'vscode';
-import { AgentError } from '../protocol/api';
+import { AgentError, type AgentApi } from '../protocol/api';
 import type { ContextItem } from '../protocol/types';
 import { Transcript, formatCost } from '../protocol/transcript';
 import { errorText } from './errors';
@@ -31,12 +31,19 @@ export class TurnCommands {
         if (!prompt || !prompt.trim()) {
             return;
         }
-        const api = await this.ui.server.ensureStarted();
-        if (!state.current) {
-            const created = await api.newSession({});
-            state.transcripts.set(created.sessionId, new Transcript(created.sessionId));
-            state.titles.set(created.sessionId, prompt.split('\n')[0].slice(0, 60));
-            await state.setCurrent(created.sessionId);
+        let api: AgentApi;
+        try {
+            api = await this.ui.server.ensureStarted();
+            if (!state.current) {
+                const created = await api.newSession({});
+                state.transcripts.set(created.sessionId, new Transcript(created.sessionId));
+                state.titles.set(created.sessionId, prompt.split('\n')[0].slice(0, 60));
+                await state.setCurrent(created.sessionId);
+            }
+        } catch (err) {
+            // not sent: the prompt goes back into the chat's input, to send once fixed
+            this.ui.chat.restorePrompt(prompt);
+            throw err;
         }
         const sessionId = state.current!;
         if (state.isRunning(sessionId)) {
