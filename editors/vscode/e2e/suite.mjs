@@ -6,16 +6,18 @@
 //
 // CONFIG (written by tests/editors/test_vscode_e2e.py): node (Node 24), codeServer
 // (its entry.js), modules (where playwright-core is), chromium, vsix, agentHost
-// (the executable), work (a fresh folder), artifacts (screenshots, logs).
+// (the executable), work (a fresh folder), artifacts (screenshots, logs), and
+// optionally scenarios (the file of steps, default scenarios.mjs).
 // Prints one line per step, `ok - NAME` or `not ok - NAME: WHY`; a failed step
 // ends the run (the later ones build on it).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Workbench, makeProfile, openBrowser, startCodeServer, writeSettings } from './workbench.mjs';
-import { scenarios } from './scenarios.mjs';
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+// CONFIG.scenarios: another file of steps in e2e/ (first-run.mjs), on a profile of its own
+const { scenarios } = await import(`./${config.scenarios ?? 'scenarios.mjs'}`);
 fs.mkdirSync(config.artifacts, { recursive: true });
 
 const project = path.join(config.work, 'project');

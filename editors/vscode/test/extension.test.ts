@@ -345,7 +345,7 @@ test('a server that cannot start is reported with what to do', async () => {
         await other.ui.commands.get('agentHost.sendPrompt')!();
         const errors = other.ui.messages.filter((m) => m.level === 'error').map((m) => m.message);
         assert.ok(
-            errors.some((m) => /could not start .*no-such\/agent-host serve.*agentHost\.serverPath/.test(m)),
+            errors.some((m) => /no-such\/agent-host` was not found, so `.*no-such\/agent-host serve` cannot start.*agentHost\.serverPath/.test(m)),
             errors.join('\n'),
         );
         assert.equal(errors.length, 1, errors.join('\n'));

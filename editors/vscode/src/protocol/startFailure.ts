@@ -116,5 +116,10 @@ export function classifyStartFailure(e: StartEvidence, platform: NodeJS.Platform
         const said = lastLine(e.stderr);
         return make('exited', `${shown} ${how} while starting${said ? `: ${said}` : ''}.`);
     }
+    const said = lastLine(e.stderr);
+    if (said) {
+        // gone (or stuck) without a known exit: what it said is the best cause there is
+        return make('exited', `${shown} stopped while starting: ${said}.`);
+    }
     return make('initialize-failed', `${shown} did not complete initialize${e.error ? ` (${e.error})` : ''}.`);
 }

@@ -54,6 +54,15 @@ class AgentClient extends LanguageClient {
         super(id, name, serverOptions, clientOptions);
     }
 
+    /**
+     * After a failed initialize the client stops itself (`void this.stop()`), which
+     * rejects when there is nothing running to stop: logged, not left as an
+     * unhandled rejection. AgentServer's own stops are logged the same way.
+     */
+    override stop(timeout?: number): Promise<void> {
+        return super.stop(timeout).catch((err) => this.info(`stop: ${errorText(err)}`, undefined, false));
+    }
+
     override error(message: string, data?: unknown, _showNotification?: boolean | 'force'): void {
         const exit = /^Server process exited with (code (-?\d+)|signal (\w+))/.exec(message);
         if (exit) {
@@ -79,6 +88,8 @@ export class AgentServer {
     private clientDisposables: vscode.Disposable[] = [];
     /** As the chat view shows it: '' when running. */
     state = 'not started';
+    /** The models the running server lists (initialize: its provider table's examples). */
+    models: readonly string[] = [];
 
     constructor(private readonly hooks: ServerHooks) {}
 
@@ -188,13 +199,21 @@ export class AgentServer {
             await client.start();
         } catch (err) {
             evidence.error = errorText(err);
+        }
+        // A process that dies at once can make start() resolve all the same (the
+        // client forgets its start promise when the connection closes): no
+        // initialize answer, not running, is a failed start too.
+        if (evidence.error !== undefined || !client.initializeResult || client.state !== State.Running) {
             // the exit (and its code) may be reported just after the connection closed
-            await waitUntil(() => evidence.exitCode !== undefined || evidence.signal !== undefined, 1500);
+            await waitUntil(() => evidence.exitCode !== undefined || evidence.signal !== undefined, 3000);
             await this.discard(client);
             throw this.failed(classifyStartFailure(evidence));
         }
-        const info = (client.initializeResult?.capabilities as { experimental?: { agentHost?: { protocolVersion?: number; version?: string } } })
-            ?.experimental?.agentHost;
+        const info = (
+            client.initializeResult?.capabilities as {
+                experimental?: { agentHost?: { protocolVersion?: number; version?: string; models?: unknown } };
+            }
+        )?.experimental?.agentHost;
         if (!info || info.protocolVersion !== PROTOCOL_VERSION) {
             // not agent-host, or one this extension cannot talk to: stopped, not used
             client.stopRequested = true;
@@ -202,6 +221,7 @@ export class AgentServer {
             throw this.failed(classifyStartFailure({ ...evidence, info: info ?? null, expectedProtocol: PROTOCOL_VERSION }));
         }
         this.hooks.log(`server ${info.version ?? '?'} running (protocol ${info.protocolVersion})`);
+        this.models = Array.isArray(info.models) ? info.models.filter((m): m is string => typeof m === 'string') : [];
         this.api = api;
         return api;
     }

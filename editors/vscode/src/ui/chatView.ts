@@ -17,12 +17,15 @@ export interface ChatState {
     running: boolean;
     cost: string;
     serverState: string;
+    /** The model chosen for the next prompts ('' for the default). */
+    model: string;
 }
 
 export type ChatMessageFromView =
     | { type: 'send'; text: string }
     | { type: 'cancel' }
     | { type: 'command'; command: string }
+    | { type: 'mention'; trigger: string }
     | { type: 'ready' };
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -110,6 +113,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         }
     }
 
+    /** The file picked for an `@`/`#` just typed (undefined: none; the character stays). */
+    insertMention(trigger: string, path: string | undefined): void {
+        if (this.view) {
+            this.view.show(false); // the focus back in the prompt box
+            void this.view.webview.postMessage({ type: 'mention', trigger, path: path ?? null });
+        }
+    }
+
     /** Puts `text` back into the prompt box (a prompt that could not be sent). */
     restorePrompt(text: string): void {
         this.unsent = text;
@@ -179,7 +190,7 @@ function html(webview: vscode.Webview): string {
 <div id="log"></div>
 <div id="empty">No session yet: type a prompt below, or use the buttons above to start or resume one.</div>
 <div id="form">
-  <textarea id="prompt" placeholder="Ask the agent (Enter sends, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <textarea id="prompt" placeholder="Ask the agent (Enter sends, Shift+Enter for a new line, @ or # attaches a file)" aria-label="Prompt"></textarea>
   <div class="buttons">
     <button id="send">Send</button>
     <button id="cancel" class="secondary" disabled>Cancel</button>
@@ -210,7 +221,8 @@ function html(webview: vscode.Webview): string {
   function render(state) {
     title.textContent = state.title;
     title.title = state.sessionId || '';
-    meta.textContent = state.cost + (state.serverState ? ' · ' + state.serverState : '');
+    meta.textContent = (state.model ? state.model + ' · ' : '') + state.cost + (state.serverState ? ' · ' + state.serverState : '');
+    meta.title = state.model ? 'Model for the next prompts: ' + state.model : '';
     empty.style.display = state.entries.length ? 'none' : '';
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 30;
     log.replaceChildren();
@@ -259,6 +271,28 @@ function html(webview: vscode.Webview): string {
   }
   send.addEventListener('click', submit);
   cancel.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+  // '@' or '#' typed at a word's start: the extension asks which file (a quick pick)
+  let mentionAt = -1;
+  prompt.addEventListener('input', (event) => {
+    const at = prompt.selectionStart - 1;
+    const typed = event.data;
+    if ((typed === '@' || typed === '#') && at >= 0 && prompt.value[at] === typed && (at === 0 || /\s/.test(prompt.value[at - 1]))) {
+      mentionAt = at;
+      vscode.postMessage({ type: 'mention', trigger: typed });
+    }
+  });
+  function insertMention(trigger, path) {
+    const at = mentionAt;
+    mentionAt = -1;
+    prompt.focus();
+    if (at < 0 || prompt.value[at] !== trigger || !path) return;
+    const before = prompt.value.slice(0, at + 1);
+    const after = prompt.value.slice(at + 1);
+    const inserted = path + (after.startsWith(' ') ? '' : ' ');
+    prompt.value = before + inserted + after;
+    const caret = before.length + inserted.length;
+    prompt.setSelectionRange(caret, caret);
+  }
   prompt.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -267,6 +301,7 @@ function html(webview: vscode.Webview): string {
   });
   window.addEventListener('message', (event) => {
     if (event.data && event.data.type === 'render') render(event.data.state);
+    if (event.data && event.data.type === 'mention') insertMention(event.data.trigger, event.data.path);
     if (event.data && event.data.type === 'prompt' && !prompt.value.trim()) {
       // a prompt that was not sent (the server did not start): back, to send again
       prompt.value = event.data.text;

@@ -12,6 +12,8 @@ import { CheckpointCommands } from './checkpointCommands';
 import { Cancelled, errorText } from './errors';
 import { HISTORY_SCHEME, HistoryContentProvider } from './historyDocument';
 import { PermissionPrompter, ProposalContentProvider, PROPOSAL_SCHEME } from './permission';
+import { pickMentionedFile } from './mentions';
+import { selectModel } from './modelPicker';
 import { NotificationProgress } from './progress';
 import { StartFailure } from '../protocol/startFailure';
 import { SessionCommands } from './sessionCommands';
@@ -100,6 +102,7 @@ export class Controller implements vscode.Disposable, UiContext {
             command('agentHost.showChat', () => this.chat.reveal()),
             command('agentHost.restartServer', () => this.restart()),
             command('agentHost.setServerPath', () => setServerPath(this.startFailureActions())),
+            command('agentHost.selectModel', () => selectModel(this)),
             vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
         );
         this.render();
@@ -226,6 +229,8 @@ export class Controller implements vscode.Disposable, UiContext {
                 await this.cancel();
             } else if (message.type === 'command') {
                 await vscode.commands.executeCommand(message.command);
+            } else if (message.type === 'mention') {
+                this.chat.insertMention(message.trigger, await pickMentionedFile(message.trigger));
             }
         };
         run().catch((err) => this.showError(err));

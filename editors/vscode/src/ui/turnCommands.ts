@@ -8,6 +8,7 @@ import { AgentError, type AgentApi } from '../protocol/api';
 import type { ContextItem } from '../protocol/types';
 import { Transcript, formatCost } from '../protocol/transcript';
 import { errorText } from './errors';
+import { mentionContext } from './mentions';
 import type { SessionCommands } from './sessionCommands';
 import type { Operation } from './sessionState';
 import type { UiContext } from './uiContext';
@@ -50,10 +51,11 @@ export class TurnCommands {
             void vscode.window.showWarningMessage('Agent Host: a turn is running in this session. Wait for it or cancel it first.');
             return;
         }
-        const context = this.selectionContext();
+        const context = [...this.selectionContext(), ...(await mentionContext(prompt, (line) => this.ui.log(line)))];
         const transcript = state.transcript(sessionId);
         await this.ui.chat.revealAndWait(5000);
-        const turn = api.send({ sessionId, prompt, context });
+        const model = state.model;
+        const turn = api.send({ sessionId, prompt, context, ...(model ? { model } : {}) });
         const op: Operation = {
             sessionId,
             kind: 'send',
