@@ -13,6 +13,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { mentionedPaths } from '../src/protocol/mentions';
+import { checkpointLabel, countText } from '../src/protocol/restoreText';
+import { Transcript } from '../src/protocol/transcript';
+import type { CheckpointInfo, SessionEvent } from '../src/protocol/types';
 import { classifyStartFailure, installCommand } from '../src/protocol/startFailure';
 import { context, loadBundle, type Loaded } from './bundle';
 import { createFakeVscode, fakeWebviewView, type FakeUi } from './fakeVscode';
@@ -69,6 +72,30 @@ test('mentionedPaths: @path, #path and #file:path, each once; words that are no 
     assert.deepEqual(mentionedPaths('Read @src/a.py and #b.md, then #file:docs/c.txt. Again @src/a.py!'), ['src/a.py', 'b.md', 'docs/c.txt']);
     assert.deepEqual(mentionedPaths('mail me@example.com (not a mention) or ask @team'), ['team']);
     assert.deepEqual(mentionedPaths('no mentions here'), []);
+});
+
+test('checkpoints as ordinals with their prompt; counts in words', () => {
+    const c = { seq: 21, prompt: 'add a test\nwith details', files: [], createdAt: 0 } as unknown as CheckpointInfo;
+    assert.equal(checkpointLabel(c, 3), '3 · add a test', 'the position when the wire has no ordinal');
+    assert.equal(checkpointLabel({ ...c, ordinal: 5 } as CheckpointInfo, 3), '5 · add a test', "the wire's ordinal wins");
+    assert.equal(countText(1, 'message'), '1 message');
+    assert.equal(countText(4, 'message'), '4 messages');
+});
+
+test('a compaction is one line in the chat, however many stages it reports', () => {
+    const t = new Transcript('s');
+    const ev = (data: Record<string, unknown>): SessionEvent => ({ sessionId: 's', kind: 'compaction_progress', data });
+    t.apply(ev({ stage: 'started', message: 'summarising seqs 1-20' }));
+    t.apply(ev({ stage: 'summarising' }));
+    assert.deepEqual(t.entries.map((e) => (e.role === 'info' ? e.text : e.role)), ['Compacting the conversation…']);
+    t.apply(ev({ stage: 'done', message: '1200 -> 300 tokens' }));
+    t.compactionLine('Compacted the conversation: 1200 → 300 tokens.'); // the request's outcome
+    assert.deepEqual(t.entries.map((e) => (e.role === 'info' ? e.text : e.role)), ['Compacted the conversation: 1200 → 300 tokens.']);
+    assert.doesNotMatch(JSON.stringify(t.entries), /seqs/);
+    t.apply(ev({ stage: 'started', message: 'summarising seqs 1-40' }));
+    t.apply(ev({ stage: 'skipped', message: 'too little to summarise' }));
+    assert.equal(t.entries.length, 2, 'the next compaction has its own line');
+    assert.equal((t.entries[1] as { text: string }).text, 'Nothing to compact yet: too little to summarise.');
 });
 
 // -- the bundled extension against servers that fail to start

@@ -113,12 +113,19 @@ export class TurnCommands {
                 result.compacted === false || result.before === result.after
                     ? 'nothing to compact yet (too little to summarise)'
                     : `${result.before} → ${result.after} tokens`;
-            state.transcript(sessionId).info(`Compacted: ${message}.`);
+            // the compaction's one line (its progress events drew it), settled here
+            state
+                .transcript(sessionId)
+                .compactionLine(
+                    result.compacted === false || result.before === result.after
+                        ? 'Nothing to compact yet (too little to summarise).'
+                        : `Compacted the conversation: ${message}.`,
+                );
             this.ui.render();
             void vscode.window.showInformationMessage(`Agent Host: compacted, ${message}.`);
         } catch (err) {
             if (err instanceof AgentError && err.codeName === 'REQUEST_CANCELLED') {
-                state.transcript(sessionId).info('Compaction cancelled.', 'warning');
+                state.transcript(sessionId).compactionLine('Compaction cancelled.', 'warning');
                 this.ui.render();
                 return;
             }
