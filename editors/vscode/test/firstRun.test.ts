@@ -262,7 +262,7 @@ test("the header shows the session's title once it has one; Select Model… appl
     const state = await waitFor(() => {
         const s = lastRender(view);
         return s && !s.running && s.entries.some((e: { text?: string }) => e.text === 'From the setting.') ? s : undefined;
-    }, 'the first answer');
+    }, 'the first answer', 30_000);
     assert.equal(state.title, 'Look at @a.py please', 'the first line of the first prompt, not the id');
     const user = state.entries.find((e: { role: string }) => e.role === 'user');
     assert.deepEqual(
@@ -283,6 +283,16 @@ test("the header shows the session's title once it has one; Select Model… appl
     await waitFor(
         () => lastRender(view)?.entries.some((e: { text?: string }) => e.text === 'From the picked model.') || undefined,
         'the answer of the picked model',
+        30_000,
     );
+    // Default: the setting's model answers again (the session would keep the picked one)
+    const again = ui.commands.get('agentHost.selectModel')!();
+    const second = await waitFor(() => (ui.quickPicks.length > 1 ? ui.quickPicks[ui.quickPicks.length - 1] : undefined), 'the picker again');
+    second.accept(second.items[0]);
+    await again;
+    const answers = () => lastRender(view)?.entries.filter((e: { role: string }) => e.role === 'assistant').map((e: { text: string }) => e.text);
+    view.send({ type: 'send', text: 'and with the default?' });
+    await waitFor(() => (answers()?.length === 3 && !lastRender(view).running) || undefined, 'the third answer', 30_000);
+    assert.deepEqual(answers(), ['From the setting.', 'From the picked model.', 'From the setting.']);
     assert.deepEqual(errors(ui), []);
 });

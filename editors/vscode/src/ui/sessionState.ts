@@ -38,7 +38,12 @@ export class SessionState {
         this.model = workspaceState.get<string>(MODEL_KEY);
     }
 
+    /** Default was picked after another model: the next prompt names the setting's
+     * model again (a session keeps the last model a prompt named). */
+    modelReset = false;
+
     async setModel(model: string | undefined): Promise<void> {
+        this.modelReset = model === undefined && (this.model !== undefined || this.modelReset);
         this.model = model;
         await this.workspaceState.update(MODEL_KEY, model);
         this.render();

@@ -54,7 +54,9 @@ export class TurnCommands {
         const context = [...this.selectionContext(), ...(await mentionContext(prompt, (line) => this.ui.log(line)))];
         const transcript = state.transcript(sessionId);
         await this.ui.chat.revealAndWait(5000);
-        const model = state.model;
+        const setting = vscode.workspace.getConfiguration('agentHost').get<string>('model')?.trim();
+        const model = state.model ?? (state.modelReset && setting ? setting : undefined);
+        state.modelReset = false;
         const turn = api.send({ sessionId, prompt, context, ...(model ? { model } : {}) });
         const op: Operation = {
             sessionId,
