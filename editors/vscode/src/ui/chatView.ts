@@ -276,7 +276,7 @@ function html(webview: vscode.Webview): string {
   prompt.addEventListener('input', (event) => {
     const at = prompt.selectionStart - 1;
     const typed = event.data;
-    if ((typed === '@' || typed === '#') && at >= 0 && prompt.value[at] === typed && (at === 0 || /\s/.test(prompt.value[at - 1]))) {
+    if ((typed === '@' || typed === '#') && at >= 0 && prompt.value[at] === typed && (at === 0 || prompt.value[at - 1].trim() === "")) {
       mentionAt = at;
       vscode.postMessage({ type: 'mention', trigger: typed });
     }
