@@ -253,14 +253,21 @@ export const scenarios = [
         async (ctx) => {
             const { wb } = ctx;
             await wb.command('Preferences: Open Settings (UI)');
-            const search = wb.page.locator('.settings-editor .settings-header .suggest-input-container .monaco-editor textarea, .settings-editor .settings-header input').first();
-            await search.waitFor({ state: 'visible', timeout: 30_000 });
-            await search.click();
+            // the Settings editor opens with the focus in its search box
+            await wb.page.locator('.settings-editor').first().waitFor({ state: 'visible', timeout: 30_000 });
+            await waitFor(
+                () => wb.page.evaluate(() => document.activeElement?.closest('.settings-header') !== null),
+                'the focus in the settings search',
+            );
+            await sleep(300);
             await wb.page.keyboard.type('agent-host');
+            let rows = [];
             const first = await waitFor(async () => {
-                const rows = await wb.page.locator('.settings-editor .settings-body .setting-item-contents').allInnerTexts();
+                rows = await wb.page.locator('.settings-editor .settings-body .setting-item-contents').allInnerTexts();
                 return rows.length > 0 && rows.some((r) => /agent-host:/.test(r)) && rows;
-            }, 'the settings found');
+            }, 'the settings found').catch((err) => {
+                throw new Error(`${err.message}; the rows: ${JSON.stringify(rows.slice(0, 5))}`);
+            });
             assert.match(first[0], /agent-host: /, `ours first, not:\n${first.slice(0, 3).join('\n---\n')}`);
             assert.match(first[0], /Agent Host/);
             await wb.shot('settings search');
