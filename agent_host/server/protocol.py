@@ -24,6 +24,7 @@ from ..jsonrpc.messages import INVALID_REQUEST, PARSE_ERROR, invalid_message, is
 from ..rpc import methods
 from ..rpc.errors import ErrorCode
 from ..service.errors import ErrorKind, describe
+from ..session.providers.registry import EXAMPLE_MODELS
 from ..session.redaction import SECRETS
 from .stdio import REFUSED_KEY
 
@@ -159,6 +160,8 @@ class AgentProtocol(LanguageServerProtocol):
                 "protocolVersion": methods.PROTOCOL_VERSION,
                 "version": __version__,
                 **methods.advertised(),
+                # the provider table's examples: what an editor's model picker offers
+                "models": list(EXAMPLE_MODELS),
             }
         }
         return result

@@ -124,6 +124,13 @@ def test_node_tests_against_the_server(npm: str, workdir: Path) -> None:
         "conversation before it",
         "Close Session: the chat starts afresh, the next prompt starts a new session, "
         "the closed one still takes prompts",
+        "a Python without agent_host: one message naming the module and the pip command; "
+        "the prompt comes back; Restart works once fixed",
+        "a server that exits during initialize: its exit code and last words; "
+        "Set Server Path starts the right one",
+        "a server of another protocol is stopped and named, not used",
+        "the header shows the session's title once it has one; Select Model… applies from "
+        "the next prompt; @file attaches the file",
     ):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), f"{name!r} did not pass"
 

@@ -29,11 +29,12 @@ from .test_vscode import find_node as find_extension_node
 
 E2E = EXTENSION / "e2e" / "suite.mjs"
 SCENARIOS = EXTENSION / "e2e" / "scenarios.mjs"
+FIRST_RUN = EXTENSION / "e2e" / "first-run.mjs"
 
 
-def step_names() -> list[str]:
-    """The steps scenarios.mjs declares, in order."""
-    found = re.findall(r"^    \[\n        (['\"])(.+?)\1,$", SCENARIOS.read_text(), re.M)
+def step_names(scenarios: Path = SCENARIOS) -> list[str]:
+    """The steps a scenarios file declares, in order."""
+    found = re.findall(r"^    \[\n        (['\"])(.+?)\1,$", scenarios.read_text(), re.M)
     return [name for _quote, name in found]
 
 
@@ -62,6 +63,23 @@ def test_the_extension_in_code_server(
     vsix: Path,
     tmp_path: Path,
 ) -> None:
+    run_suite(code_server, vsix, tmp_path, SCENARIOS)
+
+
+@pytest.mark.timeout(1800)
+def test_a_first_run_in_code_server(
+    code_server: CodeServer,  # noqa: F811 (the fixture)
+    vsix: Path,
+    tmp_path: Path,
+) -> None:
+    """Each failed start (no executable, a Python without agent_host, a server that
+    exits during initialize) is one message naming it, the prompt is kept, Restart
+    works once fixed; then the header's title, Select Model..., an @ mention and the
+    settings search (editors/vscode/e2e/first-run.mjs)."""
+    run_suite(code_server, vsix, tmp_path, FIRST_RUN)
+
+
+def run_suite(code_server: CodeServer, vsix: Path, tmp_path: Path, scenarios: Path) -> None:  # noqa: F811
     node, _npm, why = find_extension_node()
     if node is None:
         missing_toolchain(why)
@@ -76,6 +94,7 @@ def test_the_extension_in_code_server(
         "agentHost": agent_host_executable(),
         "work": str(tmp_path / "work"),
         "artifacts": str(artifacts),
+        "scenarios": scenarios.name,
     }
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(config))
@@ -94,4 +113,4 @@ def test_the_extension_in_code_server(
     assert not failed and done.returncode == 0, (
         f"{failed}\n{out[-8000:]}\n{done.stderr[-4000:]}\nartifacts: {artifacts}"
     )
-    assert passed == step_names(), f"steps run: {passed}\n{out[-8000:]}"
+    assert passed == step_names(scenarios), f"steps run: {passed}\n{out[-8000:]}"

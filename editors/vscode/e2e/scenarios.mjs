@@ -289,10 +289,10 @@ export const scenarios = [
             await wb.toastButton('settings changed', 'Restart');
             const toasts = await waitFor(async () => {
                 const all = await wb.toasts();
-                return all.some((t) => /could not start/.test(t)) && all;
+                return all.some((t) => /cannot start/.test(t)) && all;
             }, 'the failed start toast');
             await sleep(1500);
-            const errors = (await wb.toasts()).filter((t) => /could not start|couldn't create/i.test(t));
+            const errors = (await wb.toasts()).filter((t) => /cannot start|couldn't create|not running|initialization failed/i.test(t));
             assert.equal(errors.length, 1, errors.join('\n---\n'));
             assert.doesNotMatch(errors[0], /Agent Host: Agent Host/);
             assert.doesNotMatch(errors[0], /~\//, 'the ~ is expanded');
@@ -324,7 +324,7 @@ export const scenarios = [
             await restartOnToast();
             await ask('Still there?');
             // a server restart is quiet: no error toast
-            const errors = (await wb.toasts()).filter((t) => /could not start|exited|closed/i.test(t));
+            const errors = (await wb.toasts()).filter((t) => /cannot start|exited|closed/i.test(t));
             assert.deepEqual(errors, []);
             await wb.shot('after a restart on user settings');
             // the remote machine's own settings (Remote [code-server]) win over the User ones

@@ -7,7 +7,7 @@
 // CONFIG (written by tests/editors/test_vscode_e2e.py): node (Node 24), codeServer
 // (its entry.js), modules (where playwright-core is), chromium, vsix, agentHost
 // (the executable), work (a fresh folder), artifacts (screenshots, logs), and
-// optionally scenarios (the steps module; scenarios.mjs by default).
+// optionally scenarios (the steps module: a file name in e2e/, or a path; scenarios.mjs by default).
 // Prints one line per step, `ok - NAME` or `not ok - NAME: WHY`; a failed step
 // ends the run (the later ones build on it).
 
@@ -17,8 +17,9 @@ import { Workbench, makeProfile, openBrowser, startCodeServer, writeSettings } f
 import { pathToFileURL } from 'node:url';
 
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-// CONFIG's optional `scenarios`: another steps module (review.mjs), on its own workbench
-const { scenarios } = await import(config.scenarios ? pathToFileURL(config.scenarios).href : './scenarios.mjs');
+// CONFIG.scenarios: another steps module (first-run.mjs, review.mjs), on a workbench of its own
+const steps = config.scenarios ?? 'scenarios.mjs';
+const { scenarios } = await import(path.isAbsolute(steps) ? pathToFileURL(steps).href : `./${steps}`);
 fs.mkdirSync(config.artifacts, { recursive: true });
 
 const project = path.join(config.work, 'project');

@@ -240,6 +240,8 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
         TabInputText,
         TabInputTextDiff,
         StatusBarAlignment: { Left: 1, Right: 2 },
+        FileType: { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 64 },
+        ConfigurationTarget: { Global: 1, Workspace: 2, WorkspaceFolder: 3 },
         ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
         env: partial('env', { appName: 'Fake Code', language: 'en', openExternal: async () => true }),
         commands: partial('commands', {
@@ -337,7 +339,9 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
                     },
                     has: (key: string) => (section ? `${section}.${key}` : key) in ui.config,
                     inspect: () => undefined,
-                    update: async () => undefined,
+                    update: async (key: string, value: unknown) => {
+                        ui.config[section ? `${section}.${key}` : key] = value;
+                    },
                 }),
             registerTextDocumentContentProvider: (scheme: string, provider: any) => {
                 ui.contentProviders.set(scheme, provider);
@@ -350,6 +354,10 @@ export function createFakeVscode(root: string): { vscode: any; ui: FakeUi } {
             },
             fs: partial('fs', {
                 readFile: async (uri: Uri) => new Uint8Array(fs.readFileSync(uri.fsPath)),
+                stat: async (uri: Uri) => {
+                    const st = fs.statSync(uri.fsPath);
+                    return { type: st.isFile() ? 1 : st.isDirectory() ? 2 : 0, size: st.size, ctime: st.ctimeMs, mtime: st.mtimeMs };
+                },
             }),
         }),
         languages: universal('languages'),

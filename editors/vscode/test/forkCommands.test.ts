@@ -101,8 +101,8 @@ test('Fork Session… from a checkpoint: the fork is current and its chat is the
     assert.deepEqual(errors(), []);
     assert.equal(labels.length, 3);
     assert.equal(labels[0], '$(list-flat) Whole conversation');
-    assert.match(labels[1], /^#\d+ {2}Second question$/);
-    assert.match(labels[2], /^#\d+ {2}First question$/);
+    assert.equal(labels[1], '2 · Second question');
+    assert.equal(labels[2], '1 · First question');
 
     const forked = forkedId();
     assert.notEqual(forked, source);

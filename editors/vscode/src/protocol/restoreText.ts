@@ -17,6 +17,21 @@ export function listPaths(paths: readonly string[], max = MAX_NAMED): string {
     return `${paths.slice(0, max).join(', ')}, … and ${paths.length - max} more`;
 }
 
+/**
+ * A checkpoint as users count them: its ordinal (1 = the first prompt; the wire's
+ * `ordinal` where the server gives it, else the position in the session's list)
+ * and the prompt's first line: `3 · add a test`.
+ */
+export function checkpointLabel(c: CheckpointInfo, position: number): string {
+    const ordinal = (c as CheckpointInfo & { ordinal?: number }).ordinal ?? position;
+    return `${ordinal} · ${c.prompt.split('\n')[0].slice(0, 80)}`;
+}
+
+/** `1 message`, `4 messages`: a count in the words users use. */
+export function countText(n: number, noun: string, plural = `${noun}s`): string {
+    return `${n} ${n === 1 ? noun : plural}`;
+}
+
 /** The checkpoint picker's detail: the files the turn changed, those a command
  * changed apart, then what commands changed that a restore cannot put back. */
 export function checkpointDetail(c: CheckpointInfo): string {

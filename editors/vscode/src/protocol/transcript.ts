@@ -151,6 +151,21 @@ export class Transcript {
         this.state.entries.push({ role: 'info', text, level });
     }
 
+    /** The line of the latest compaction: one per compaction, updated as it goes. */
+    private compaction: Extract<Entry, { role: 'info' }> | undefined;
+
+    /** Says how a compaction stands on its one line: `fresh` (it started) adds the
+     * line, later stages (and the request's outcome) change it. */
+    compactionLine(text: string, level: 'info' | 'warning' = 'info', fresh = false): void {
+        if (!fresh && this.compaction && this.state.entries.includes(this.compaction)) {
+            this.compaction.text = text;
+            this.compaction.level = level;
+        } else {
+            this.compaction = { role: 'info', text, level };
+            this.state.entries.push(this.compaction);
+        }
+    }
+
     /** Folds one event in; returns false for events of another session or unknown kinds. */
     apply(event: SessionEvent): boolean {
         if (event.sessionId !== this.state.sessionId) {
@@ -255,9 +270,17 @@ export class Transcript {
                 return true;
             }
             case 'compaction_progress': {
+                // one line per compaction: started and summarising say "Compacting…",
+                // done and skipped end it (the server's message in words, no seqs)
                 const stage = String(data.stage ?? '');
-                const message = String(data.message ?? '');
-                this.info(`Compaction ${stage}${message ? `: ${message}` : ''}`);
+                const message = String(data.message ?? '').replace(/ -> /g, ' → ');
+                if (stage === 'done') {
+                    this.compactionLine(`Compacted the conversation${message ? `: ${message}` : ''}.`);
+                } else if (stage === 'skipped') {
+                    this.compactionLine(`Nothing to compact yet${message ? `: ${message}` : ''}.`);
+                } else {
+                    this.compactionLine('Compacting the conversation…', 'info', stage === 'started');
+                }
                 return true;
             }
             case 'model_wait':

@@ -3,6 +3,7 @@
  * started on first use, stopped on restart and dispose.
  */
 
+import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import {
     CloseAction,
@@ -15,7 +16,8 @@ import {
 import { AgentApi, type RpcEndpoint } from '../protocol/api';
 import type { ApplyWorkspaceEditParams } from '../protocol/edits';
 import { PROTOCOL_VERSION, type SessionEvent } from '../protocol/types';
-import { initializationOptions, resolveServerCommand } from '../protocol/server';
+import { initializationOptions, resolveServerCommand, which } from '../protocol/server';
+import { classifyStartFailure, type StartEvidence, type StartFailure } from '../protocol/startFailure';
 import { applyAgentEdit } from './agentEdits';
 import { errorText } from './errors';
 import type { PermissionPrompter } from './permission';
@@ -32,25 +34,49 @@ export interface ServerHooks {
 }
 
 /**
- * The language client, quieter where this extension speaks for itself: a start
- * that fails is reported once, by AgentServer (not also by the client's own
- * "couldn't create connection" toast), and a server that exits with code 0 after
- * a stop this extension asked for is logged as such, not as an error.
+ * The language client, quiet where this extension speaks for itself: a start that
+ * fails is reported once, by AgentServer, naming its cause (StartFailure), not by
+ * the client's own toasts; a server that exits with code 0 after a stop this
+ * extension asked for is logged as such, not as an error.
  */
 class AgentClient extends LanguageClient {
     /** Set when AgentServer stops this client on purpose. */
     stopRequested = false;
 
-    override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    constructor(
+        id: string,
+        name: string,
+        serverOptions: ServerOptions,
+        clientOptions: LanguageClientOptions,
+        /** The server process's exit, as the client reports it. */
+        private readonly onExit: (code: number | null, signal: string | null) => void,
+    ) {
+        super(id, name, serverOptions, clientOptions);
+    }
+
+    /**
+     * After a failed initialize the client stops itself (`void this.stop()`), which
+     * rejects when there is nothing running to stop: logged, not left as an
+     * unhandled rejection. AgentServer's own stops are logged the same way.
+     */
+    override stop(timeout?: number): Promise<void> {
+        return super.stop(timeout).catch((err) => this.info(`stop: ${errorText(err)}`, undefined, false));
+    }
+
+    override error(message: string, data?: unknown, _showNotification?: boolean | 'force'): void {
+        const exit = /^Server process exited with (code (-?\d+)|signal (\w+))/.exec(message);
+        if (exit) {
+            this.onExit(exit[2] !== undefined ? Number(exit[2]) : null, exit[3] ?? null);
+        }
         if (this.stopRequested && /^(Server process exited with (code 0|signal)|Connection to server got closed)\b/.test(message)) {
             this.info(message, data, false);
             return;
         }
-        if (/couldn't create connection to server/.test(message)) {
-            super.error(message, data, false);
-            return;
-        }
-        super.error(message, data, showNotification);
+        // Never a toast of the client's own ("couldn't create connection", "Server
+        // initialization failed.", "connection got disposed"): the extension reports
+        // a failed start once, naming its cause, and a request's failure where it
+        // was made. The output channel has them all.
+        super.error(message, data, false);
     }
 }
 
@@ -62,6 +88,8 @@ export class AgentServer {
     private clientDisposables: vscode.Disposable[] = [];
     /** As the chat view shows it: '' when running. */
     state = 'not started';
+    /** The models the running server lists (initialize: its provider table's examples). */
+    models: readonly string[] = [];
 
     constructor(private readonly hooks: ServerHooks) {}
 
@@ -94,6 +122,11 @@ export class AgentServer {
         const config = vscode.workspace.getConfiguration('agentHost');
         const server = resolveServerCommand({ serverPath: config.get<string>('serverPath') });
         this.hooks.log(`starting ${server.command} ${server.args.join(' ')} in ${folder.uri.fsPath}`);
+        const missing = missingExecutable(server.command);
+        if (missing) {
+            throw this.failed(classifyStartFailure({ command: server, spawnError: missing }));
+        }
+        const evidence: StartEvidence = { command: server, stderr: '' };
         const serverOptions: ServerOptions = {
             command: server.command,
             args: server.args,
@@ -111,7 +144,14 @@ export class AgentServer {
                 approval: config.get<string>('approval'),
                 sandbox: config.get<string>('sandbox'),
             }),
-            outputChannel: this.hooks.output,
+            // the server's stderr reaches the channel through append: its tail says
+            // why a start failed ("No module named agent_host", a traceback)
+            outputChannel: stderrTail(this.hooks.output, (text) => {
+                evidence.stderr = (evidence.stderr + text).slice(-STDERR_KEEP);
+            }),
+            // the client's own "initialization failed" toast (the raw error message)
+            // is not shown: the failed start is reported once, by this class
+            initializationFailedHandler: () => false,
             // No restarts by the client: a deliberate stop is not a crash, and a server
             // that went away is started again (once) by the next command that needs it.
             errorHandler: {
@@ -130,7 +170,10 @@ export class AgentServer {
             },
             middleware: { handleWorkDoneProgress: this.hooks.progress.middleware },
         };
-        const client = new AgentClient('agentHost', 'Agent Host', serverOptions, clientOptions);
+        const client = new AgentClient('agentHost', 'Agent Host', serverOptions, clientOptions, (code, signal) => {
+            evidence.exitCode = code;
+            evidence.signal = signal;
+        });
         this.client = client;
         const endpoint: RpcEndpoint = {
             // a token only when there is one: an `undefined` third argument would make
@@ -156,26 +199,50 @@ export class AgentServer {
         try {
             await client.start();
         } catch (err) {
-            this.client = undefined;
-            for (const d of this.clientDisposables.splice(0)) {
-                d.dispose();
+            evidence.error = errorText(err);
+        }
+        // A process that dies at once can make start() resolve all the same (the
+        // client forgets its start promise when the connection closes): no
+        // initialize answer, not running, is a failed start too.
+        if (evidence.error !== undefined || !client.initializeResult || client.state !== State.Running) {
+            // the exit (and its code) may be reported just after the connection closed
+            await waitUntil(() => evidence.exitCode !== undefined || evidence.signal !== undefined, 3000);
+            await this.discard(client);
+            throw this.failed(classifyStartFailure(evidence));
+        }
+        const info = (
+            client.initializeResult?.capabilities as {
+                experimental?: { agentHost?: { protocolVersion?: number; version?: string; models?: unknown } };
             }
-            await client.dispose().catch(() => undefined);
-            throw new Error(
-                `could not start \`${server.command} ${server.args.join(' ')}\` (${errorText(err)}). ` +
-                    'Install agent-host (pip install agent-host) or set agentHost.serverPath; the Agent Host output has the server log.',
-            );
+        )?.experimental?.agentHost;
+        if (!info || info.protocolVersion !== PROTOCOL_VERSION) {
+            // not agent-host, or one this extension cannot talk to: stopped, not used
+            client.stopRequested = true;
+            await this.discard(client);
+            throw this.failed(classifyStartFailure({ ...evidence, info: info ?? null, expectedProtocol: PROTOCOL_VERSION }));
         }
-        const info = (client.initializeResult?.capabilities as { experimental?: { agentHost?: { protocolVersion?: number; version?: string } } })
-            ?.experimental?.agentHost;
-        if (info?.protocolVersion !== undefined && info.protocolVersion !== PROTOCOL_VERSION) {
-            void vscode.window.showWarningMessage(
-                `Agent Host: the server speaks protocol ${info.protocolVersion}; this extension speaks ${PROTOCOL_VERSION}. Update one of them.`,
-            );
-        }
-        this.hooks.log(`server ${info?.version ?? '?'} running (protocol ${info?.protocolVersion ?? '?'})`);
+        this.hooks.log(`server ${info.version ?? '?'} running (protocol ${info.protocolVersion})`);
+        this.models = Array.isArray(info.models) ? info.models.filter((m): m is string => typeof m === 'string') : [];
         this.api = api;
         return api;
+    }
+
+    /** A client that did not start (or is not used): dropped, its process ended. */
+    private async discard(client: AgentClient): Promise<void> {
+        if (this.client === client) {
+            this.client = undefined;
+        }
+        for (const d of this.clientDisposables.splice(0)) {
+            d.dispose();
+        }
+        await stopQuietly(client, (line) => this.hooks.log(line));
+    }
+
+    private failed(failure: StartFailure): StartFailure {
+        this.state = 'failed to start';
+        this.hooks.log(`the server did not start: ${failure.message}`);
+        this.hooks.onStateChange();
+        return failure;
     }
 
     async stop(): Promise<void> {
@@ -187,12 +254,62 @@ export class AgentServer {
         }
         if (client) {
             client.stopRequested = true;
-            try {
-                await client.stop(5000);
-            } catch (err) {
-                this.hooks.log(`stopping the server: ${errorText(err)}`);
-            }
-            await client.dispose();
+            await stopQuietly(client, (line) => this.hooks.log(line));
         }
+        this.state = 'not started';
+    }
+}
+
+const STDERR_KEEP = 8 * 1024;
+
+/**
+ * Stops `client` whatever its state: the client refuses to stop one that is not
+ * running ("Client is not running and can't be stopped. It's current state is:
+ * startFailed"), which is no failure here; its process is ended all the same.
+ */
+async function stopQuietly(client: AgentClient, log: (line: string) => void): Promise<void> {
+    client.stopRequested = true;
+    try {
+        if (client.state === State.Running) {
+            await client.stop(5000);
+        }
+    } catch (err) {
+        log(`stopping the server: ${errorText(err)}`);
+    }
+    try {
+        await client.dispose(2000);
+    } catch {
+        // not running: nothing to stop
+    }
+}
+
+/** `command` as spawn would not find it: ENOENT, or EACCES when it is there but not executable. */
+function missingExecutable(command: string): 'ENOENT' | 'EACCES' | undefined {
+    if (which(command) !== undefined) {
+        return undefined;
+    }
+    return /[\\/]/.test(command) && fs.existsSync(command) ? 'EACCES' : 'ENOENT';
+}
+
+/** The channel, with what is `append`ed (the server's stderr) also given to `onStderr`. */
+function stderrTail(output: vscode.OutputChannel, onStderr: (text: string) => void): vscode.OutputChannel {
+    return new Proxy(output, {
+        get(target, prop, receiver) {
+            if (prop === 'append') {
+                return (value: string) => {
+                    onStderr(value);
+                    target.append(value);
+                };
+            }
+            const value = Reflect.get(target, prop, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+        },
+    });
+}
+
+async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done() && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
     }
 }

@@ -17,6 +17,8 @@ export interface ChatState {
     running: boolean;
     cost: string;
     serverState: string;
+    /** The model chosen for the next prompts ('' for the default). */
+    model: string;
 }
 
 export type ChatMessageFromView =
@@ -27,12 +29,17 @@ export type ChatMessageFromView =
     | { type: 'file'; action: 'open' | 'keep' | 'undo'; path: string; turn: number }
     /** A turn's Review Changes. */
     | { type: 'review'; turn: number }
+    | { type: 'mention'; trigger: string }
     | { type: 'ready' };
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
     static readonly viewId = 'agentHost.chat';
     private view: vscode.WebviewView | undefined;
     private state: ChatState | undefined;
+    /** A prompt to put back into the input (one that was not sent), until the page has it. */
+    private unsent: string | undefined;
+    /** The page has said it is ready (its script listens). */
+    private pageReady = false;
     private timer: NodeJS.Timeout | undefined;
     private readonly disposables: vscode.Disposable[] = [];
     /** Settled when the page has said it is ready (and got its first render). */
@@ -54,11 +61,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
     resolveWebviewView(view: vscode.WebviewView): void {
         this.view = view;
+        this.pageReady = false;
         view.webview.options = { enableScripts: true, localResourceRoots: [] };
         view.webview.html = html(view.webview);
         this.disposables.push(
             view.webview.onDidReceiveMessage((message: ChatMessageFromView) => {
                 if (message.type === 'ready') {
+                    this.pageReady = true;
                     this.flush();
                     this.shown.resolve();
                 } else {
@@ -108,9 +117,32 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         }
     }
 
+    /** The file picked for an `@`/`#` just typed (undefined: none; the character stays). */
+    insertMention(trigger: string, path: string | undefined): void {
+        if (this.view) {
+            this.view.show(false); // the focus back in the prompt box
+            void this.view.webview.postMessage({ type: 'mention', trigger, path: path ?? null });
+        }
+    }
+
+    /** Puts `text` back into the prompt box (a prompt that could not be sent). */
+    restorePrompt(text: string): void {
+        this.unsent = text;
+        this.flush();
+        this.reveal().catch(() => undefined);
+    }
+
     private flush(): void {
         if (this.view && this.state) {
             void this.view.webview.postMessage({ type: 'render', state: this.state });
+        }
+        if (this.view && this.pageReady && this.unsent !== undefined) {
+            const text = this.unsent;
+            void this.view.webview.postMessage({ type: 'prompt', text }).then((delivered) => {
+                if (delivered && this.unsent === text) {
+                    this.unsent = undefined;
+                }
+            });
         }
     }
 }
@@ -167,7 +199,7 @@ function html(webview: vscode.Webview): string {
 <div id="log"></div>
 <div id="empty">No session yet: type a prompt below, or use the buttons above to start or resume one.</div>
 <div id="form">
-  <textarea id="prompt" placeholder="Ask the agent (Enter sends, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <textarea id="prompt" placeholder="Ask the agent (Enter sends, Shift+Enter for a new line, @ or # attaches a file)" aria-label="Prompt"></textarea>
   <div class="buttons">
     <button id="send">Send</button>
     <button id="cancel" class="secondary" disabled>Cancel</button>
@@ -198,7 +230,8 @@ function html(webview: vscode.Webview): string {
   function render(state) {
     title.textContent = state.title;
     title.title = state.sessionId || '';
-    meta.textContent = state.cost + (state.serverState ? ' · ' + state.serverState : '');
+    meta.textContent = (state.model ? state.model + ' · ' : '') + state.cost + (state.serverState ? ' · ' + state.serverState : '');
+    meta.title = state.model ? 'Model for the next prompts: ' + state.model : '';
     empty.style.display = state.entries.length ? 'none' : '';
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 30;
     log.replaceChildren();
@@ -271,6 +304,28 @@ function html(webview: vscode.Webview): string {
   }
   send.addEventListener('click', submit);
   cancel.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+  // '@' or '#' typed at a word's start: the extension asks which file (a quick pick)
+  let mentionAt = -1;
+  prompt.addEventListener('input', (event) => {
+    const at = prompt.selectionStart - 1;
+    const typed = event.data;
+    if ((typed === '@' || typed === '#') && at >= 0 && prompt.value[at] === typed && (at === 0 || prompt.value[at - 1].trim() === "")) {
+      mentionAt = at;
+      vscode.postMessage({ type: 'mention', trigger: typed });
+    }
+  });
+  function insertMention(trigger, path) {
+    const at = mentionAt;
+    mentionAt = -1;
+    prompt.focus();
+    if (at < 0 || prompt.value[at] !== trigger || !path) return;
+    const before = prompt.value.slice(0, at + 1);
+    const after = prompt.value.slice(at + 1);
+    const inserted = path + (after.startsWith(' ') ? '' : ' ');
+    prompt.value = before + inserted + after;
+    const caret = before.length + inserted.length;
+    prompt.setSelectionRange(caret, caret);
+  }
   prompt.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -279,6 +334,12 @@ function html(webview: vscode.Webview): string {
   });
   window.addEventListener('message', (event) => {
     if (event.data && event.data.type === 'render') render(event.data.state);
+    if (event.data && event.data.type === 'mention') insertMention(event.data.trigger, event.data.path);
+    if (event.data && event.data.type === 'prompt' && !prompt.value.trim()) {
+      // a prompt that was not sent (the server did not start): back, to send again
+      prompt.value = event.data.text;
+      prompt.focus();
+    }
   });
   vscode.postMessage({ type: 'ready' });
 })();

@@ -5,7 +5,7 @@
  */
 
 import * as vscode from 'vscode';
-import { checkpointDetail } from '../protocol/restoreText';
+import { checkpointDetail, checkpointLabel } from '../protocol/restoreText';
 import type { CheckpointInfo } from '../protocol/types';
 import type { UiContext } from './uiContext';
 
@@ -34,12 +34,13 @@ export async function pickCheckpoint(
         return undefined;
     }
     type Item = vscode.QuickPickItem & { checkpoint: CheckpointInfo | typeof WHOLE };
-    const items: Item[] = [...checkpoints].reverse().map((c) => ({
-        label: `#${c.seq}  ${c.prompt.split('\n')[0].slice(0, 80)}`,
+    const items: Item[] = checkpoints.map((c, i) => ({
+        label: checkpointLabel(c, i + 1),
         description: new Date(c.createdAt).toLocaleString(),
         detail: checkpointDetail(c),
         checkpoint: c,
     }));
+    items.reverse(); // newest first
     if (options.whole) {
         items.unshift({ label: options.whole.label, detail: options.whole.detail, checkpoint: WHOLE, alwaysShow: true });
     }

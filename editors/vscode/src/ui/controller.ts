@@ -13,10 +13,14 @@ import { EditHighlights } from './editHighlights';
 import { Cancelled, errorText } from './errors';
 import { HISTORY_SCHEME, HistoryContentProvider } from './historyDocument';
 import { PermissionPrompter, ProposalContentProvider, PROPOSAL_SCHEME } from './permission';
+import { pickMentionedFile } from './mentions';
+import { selectModel } from './modelPicker';
 import { NotificationProgress } from './progress';
 import { ReviewCommands } from './reviewCommands';
 import { REVIEW_SCHEME, ReviewDocuments } from './reviewDocuments';
+import { StartFailure } from '../protocol/startFailure';
 import { SessionCommands } from './sessionCommands';
+import { setServerPath, showStartFailure, type StartFailureActions } from './startFailure';
 import { SessionState } from './sessionState';
 import { StatusView } from './statusView';
 import { TurnCommands } from './turnCommands';
@@ -110,6 +114,8 @@ export class Controller implements vscode.Disposable, UiContext {
             command('agentHost.showHistory', () => this.showHistory()),
             command('agentHost.showChat', () => this.chat.reveal()),
             command('agentHost.restartServer', () => this.restart()),
+            command('agentHost.setServerPath', () => setServerPath(this.startFailureActions())),
+            command('agentHost.selectModel', () => selectModel(this)),
             vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
         );
         this.render();
@@ -189,10 +195,18 @@ export class Controller implements vscode.Disposable, UiContext {
         }
         const text = errorText(err);
         this.log(`error: ${text}`);
+        if (err instanceof StartFailure) {
+            showStartFailure(err, this.startFailureActions()).catch((e) => this.showError(e));
+            return;
+        }
         void vscode.window.showErrorMessage(`Agent Host: ${text}`);
     }
 
     // -- the server and the chat view
+
+    private startFailureActions(): StartFailureActions {
+        return { output: this.output, retry: () => this.server.ensureStarted(), log: (line) => this.log(line) };
+    }
 
     private async restart(): Promise<void> {
         if (this.state.operations.length) {
@@ -243,6 +257,8 @@ export class Controller implements vscode.Disposable, UiContext {
                 await this.review.reviewTurn(message.turn);
             } else if (message.type === 'file') {
                 await this.fileChoice(message);
+            } else if (message.type === 'mention') {
+                this.chat.insertMention(message.trigger, await pickMentionedFile(message.trigger));
             }
         };
         run().catch((err) => this.showError(err));

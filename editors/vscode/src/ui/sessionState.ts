@@ -9,6 +9,7 @@ import type { SessionEvent } from '../protocol/types';
 import { Transcript } from '../protocol/transcript';
 
 const CURRENT_KEY = 'agentHost.currentSession';
+const MODEL_KEY = 'agentHost.chosenModel';
 
 /** A request in flight that Cancel can stop. */
 export interface Operation {
@@ -21,6 +22,8 @@ export interface Operation {
 
 export class SessionState {
     current: string | undefined;
+    /** The model Select Model… chose for the next prompts; undefined: the setting's (or the server's). */
+    model: string | undefined;
     readonly titles = new Map<string, string>();
     readonly transcripts = new Map<string, Transcript>();
     readonly operations: Operation[] = [];
@@ -32,6 +35,18 @@ export class SessionState {
         private readonly log: (line: string) => void,
     ) {
         this.current = workspaceState.get<string>(CURRENT_KEY);
+        this.model = workspaceState.get<string>(MODEL_KEY);
+    }
+
+    /** Default was picked after another model: the next prompt names the setting's
+     * model again (a session keeps the last model a prompt named). */
+    modelReset = false;
+
+    async setModel(model: string | undefined): Promise<void> {
+        this.modelReset = model === undefined && (this.model !== undefined || this.modelReset);
+        this.model = model;
+        await this.workspaceState.update(MODEL_KEY, model);
+        this.render();
     }
 
     transcript(sessionId: string): Transcript {

@@ -5,7 +5,7 @@
  */
 
 import * as vscode from 'vscode';
-import { formatCost } from '../protocol/transcript';
+import { formatCost, type Transcript } from '../protocol/transcript';
 import type { ChatViewProvider } from './chatView';
 import type { SessionState } from './sessionState';
 
@@ -29,7 +29,7 @@ export class StatusView {
         }
         const t = current ? this.state.transcripts.get(current) : undefined;
         const cost = t ? (t.state.costKnown ? formatCost(t.state.cost) : formatCost(undefined)) : formatCost(0);
-        const title = current ? (this.state.titles.get(current) ?? current) : 'No session';
+        const title = current ? (this.state.titles.get(current) ?? promptTitle(t) ?? 'New session') : 'No session';
         this.chat.update({
             sessionId: current,
             title,
@@ -37,6 +37,7 @@ export class StatusView {
             running: running || Boolean(t?.state.running),
             cost,
             serverState: this.serverState(),
+            model: this.state.model ?? '',
         });
         this.status.text = `${running ? '$(sync~spin)' : '$(hubot)'} ${cost}`;
         this.status.tooltip = current
@@ -50,4 +51,11 @@ export class StatusView {
             : 'Agent Host: no session yet. Click to open the chat';
         this.status.show();
     }
+}
+
+/** A session's title as the server makes it when none was given: its first prompt's first line. */
+function promptTitle(t: Transcript | undefined): string | undefined {
+    const first = t?.entries.find((e) => e.role === 'user');
+    const line = first?.role === 'user' ? first.text.split('\n')[0].trim() : '';
+    return line ? line.slice(0, 60) : undefined;
 }

@@ -4,10 +4,11 @@
  */
 
 import * as vscode from 'vscode';
-import { AgentError } from '../protocol/api';
+import { AgentError, type AgentApi } from '../protocol/api';
 import type { ContextItem } from '../protocol/types';
 import { Transcript, formatCost } from '../protocol/transcript';
 import { errorText } from './errors';
+import { mentionContext } from './mentions';
 import type { SessionCommands } from './sessionCommands';
 import type { Operation } from './sessionState';
 import type { UiContext } from './uiContext';
@@ -31,22 +32,32 @@ export class TurnCommands {
         if (!prompt || !prompt.trim()) {
             return;
         }
-        const api = await this.ui.server.ensureStarted();
-        if (!state.current) {
-            const created = await api.newSession({});
-            state.transcripts.set(created.sessionId, new Transcript(created.sessionId));
-            state.titles.set(created.sessionId, prompt.split('\n')[0].slice(0, 60));
-            await state.setCurrent(created.sessionId);
+        let api: AgentApi;
+        try {
+            api = await this.ui.server.ensureStarted();
+            if (!state.current) {
+                const created = await api.newSession({});
+                state.transcripts.set(created.sessionId, new Transcript(created.sessionId));
+                state.titles.set(created.sessionId, prompt.split('\n')[0].slice(0, 60));
+                await state.setCurrent(created.sessionId);
+            }
+        } catch (err) {
+            // not sent: the prompt goes back into the chat's input, to send once fixed
+            this.ui.chat.restorePrompt(prompt);
+            throw err;
         }
         const sessionId = state.current!;
         if (state.isRunning(sessionId)) {
             void vscode.window.showWarningMessage('Agent Host: a turn is running in this session. Wait for it or cancel it first.');
             return;
         }
-        const context = this.selectionContext();
+        const context = [...this.selectionContext(), ...(await mentionContext(prompt, (line) => this.ui.log(line)))];
         const transcript = state.transcript(sessionId);
         await this.ui.chat.revealAndWait(5000);
-        const turn = api.send({ sessionId, prompt, context });
+        const setting = vscode.workspace.getConfiguration('agentHost').get<string>('model')?.trim();
+        const model = state.model ?? (state.modelReset && setting ? setting : undefined);
+        state.modelReset = false;
+        const turn = api.send({ sessionId, prompt, context, ...(model ? { model } : {}) });
         const op: Operation = {
             sessionId,
             kind: 'send',
@@ -104,12 +115,19 @@ export class TurnCommands {
                 result.compacted === false || result.before === result.after
                     ? 'nothing to compact yet (too little to summarise)'
                     : `${result.before} → ${result.after} tokens`;
-            state.transcript(sessionId).info(`Compacted: ${message}.`);
+            // the compaction's one line (its progress events drew it), settled here
+            state
+                .transcript(sessionId)
+                .compactionLine(
+                    result.compacted === false || result.before === result.after
+                        ? 'Nothing to compact yet (too little to summarise).'
+                        : `Compacted the conversation: ${message}.`,
+                );
             this.ui.render();
             void vscode.window.showInformationMessage(`Agent Host: compacted, ${message}.`);
         } catch (err) {
             if (err instanceof AgentError && err.codeName === 'REQUEST_CANCELLED') {
-                state.transcript(sessionId).info('Compaction cancelled.', 'warning');
+                state.transcript(sessionId).compactionLine('Compaction cancelled.', 'warning');
                 this.ui.render();
                 return;
             }
