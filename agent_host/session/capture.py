@@ -21,26 +21,30 @@ here an unchanged file costs one lstat.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-
-import attrs
-import orjson
 
 from .blob_pins import new_holder
 from .blobs import BlobStore
+from .capture_diff import (
+    CapturedChanges,
+    Entry,
+    IndexDiff,
+    Plan,
+    Read,
+    deleted,
+    report_read,
+    under,
+)
+from .capture_read import batches, read_batch
+from .capture_saved import decode, encode
 from .capture_walk import (
     Sig,
-    Walk,
     Walker,
-    is_executable,
-    is_regular,
-    sig_of,
 )
 from .capture_watch import (
     FolderWatcher,
@@ -82,10 +86,6 @@ DEFAULT_IGNORES: tuple[str, ...] = (
     "build",
 )
 
-_READ_BATCH_BYTES = 16 * 1024 * 1024
-"""Content read before it is stored and let go: a first index of a large workspace
-never holds more than this (plus one file) in memory."""
-
 VERIFY_EVERY_S = 600.0
 """How long a watching index trusts its events before a pass walks the whole
 workspace again: the check that finds what no event told of (see capture_watch)."""
@@ -96,83 +96,10 @@ _INLINE_BYTES = 1024 * 1024
 """A watched pass that names at most this many paths, and reads at most this many
 files and bytes, runs on the event loop: less than a thread's hand-off costs."""
 
-_SAVED_VERSION = 1
-"""Of the copy :meth:`WorkspaceIndex.save` stores."""
-
 _RACY_NS = 3_000_000_000
 """A file whose mtime is this close to the moment it was read may change again within
 the same timestamp tick and keep its stat (ext4's clock ticks every few ms; ext3 and
 HFS+ store whole seconds, FAT two). Such a file is read again at the next pass."""
-
-
-@attrs.define
-class FileChange:
-    """One file a command created, changed or deleted."""
-
-    path: str
-    """Display path: posix, relative to the first root (absolute for other roots)."""
-    before: str | None
-    """Blob id of the content before; None if the file did not exist."""
-    after: str | None
-    """Blob id of the content after; None if the file was deleted."""
-    executable_before: bool | None
-    """The owner-exec bit before; None if the file did not exist."""
-    executable_after: bool | None
-
-
-@attrs.define
-class CapturedChanges:
-    """What :meth:`WorkspaceIndex.changes` found.
-
-    Changes deep inside an ignored folder (``node_modules/``, a .gitignored folder)
-    are not seen: only the folder's own entries are looked at.
-    """
-
-    changes: list[FileChange]
-    """Sorted by path. A rename is a delete plus a create."""
-    not_captured: list[str]
-    """Sorted paths that changed but were not captured: files over the size cap,
-    .gitignored files, symlinks and other non-files, files that could not be read
-    (or vanished while being read, or whose content before was not known), and
-    ignored folders whose own entries changed, shown with a slash ("node_modules/")."""
-
-
-_Entry = tuple[Sig, "str | None"]
-"""An index entry: the lstat signature, and the blob of the content it had (None if
-not captured)."""
-
-
-@attrs.define
-class _Read:
-    """A file a pass reads: its stat moved, it is racy, or its content is not known."""
-
-    path: str
-    sig: Sig
-    old: _Entry | None
-    report: bool
-    """A change of it is the command's: not a refresh, not the engine's own write,
-    not a file that turned up in a folder that was not walked before."""
-
-
-@attrs.define
-class _Plan:
-    """What a pass found by stat alone, and what it must read."""
-
-    reads: list[_Read]
-    updates: dict[str, _Entry]
-    removals: list[str]
-    changes: list[FileChange]
-    not_captured: list[str]
-    folders: dict[str, str]
-    started_ns: int
-    stat_only: set[str] = attrs.Factory(set)
-    """Of the files looked at, those kept by stat only."""
-    looked: Pending | None = None
-    """What drained events named that the pass looked at; None for a walk."""
-    linked: set[str] = attrs.Factory(set)
-    """Of the files looked at, those with other hard links."""
-    seen: set[str] = attrs.Factory(set)
-    """The paths a watched pass looked at (of a walk: unused)."""
 
 
 class WorkspaceIndex:
@@ -200,7 +127,7 @@ class WorkspaceIndex:
         self._blobs = blobs
         self._max = max_file_bytes
         self._walker = Walker(self._roots, ignore, max_file_bytes)
-        self._files: dict[str, _Entry] = {}
+        self._files: dict[str, Entry] = {}
         self._folders: dict[str, str] = {}
         self._racy: set[str] = set()
         self._stale: set[str] = set()
@@ -270,34 +197,18 @@ class WorkspaceIndex:
             return self._saved
 
     def _encode(self) -> bytes:
-        return orjson.dumps(
-            {
-                "v": _SAVED_VERSION,
-                "roots": [str(r) for r in self._roots],
-                "files": {p: [*sig, blob] for p, (sig, blob) in self._files.items()},
-                "folders": self._folders,
-                "racy": sorted(self._racy | self._stale),
-            }
-        )
+        return encode(self._roots, self._files, self._folders, self._racy | self._stale)
 
     @classmethod
     def load(cls, data: bytes, blobs: BlobStore) -> WorkspaceIndex:
         """The index :meth:`save` stored (ValueError if ``data`` is not one), ready
         for :meth:`changes`: what changed on disk since it was saved."""
-        try:
-            copy = orjson.loads(data)
-            if copy.get("v") != _SAVED_VERSION:
-                raise ValueError(f"a saved index of version {copy.get('v')!r}")
-            # Loaded to finish one capture: one walk, nothing to watch.
-            index = cls([Path(r) for r in copy["roots"]], blobs, watch=False)
-            index._files = {
-                p: ((size, mtime, ino, mode), blob)
-                for p, (size, mtime, ino, mode, blob) in copy["files"].items()
-            }
-            index._folders = dict(copy["folders"])
-            index._racy = set(copy["racy"])
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"not a saved workspace index: {exc}") from exc
+        copy = decode(data)
+        # Loaded to finish one capture: one walk, nothing to watch.
+        index = cls(copy.roots, blobs, watch=False)
+        index._files = copy.files
+        index._folders = copy.folders
+        index._racy = copy.racy
         index._indexed = True
         return index
 
@@ -377,15 +288,15 @@ class WorkspaceIndex:
                 plan = None  # what it drained is pending still; the walk takes it
             if plan is None:
                 plan = await asyncio.to_thread(self._plan, stale, report)
-            found: list[tuple[_Read, Sig | None, str | None]] = []
-            for batch in _batches(plan.reads):
+            found: list[tuple[Read, Sig | None, str | None]] = []
+            for batch in batches(plan.reads):
                 if (
                     len(batch) <= _INLINE_READS
                     and sum(item.sig[0] for item in batch) <= _INLINE_BYTES
                 ):
-                    results = _read_batch(self._roots[0], batch, self._max)
+                    results = read_batch(self._roots[0], batch, self._max)
                 else:
-                    results = await asyncio.to_thread(_read_batch, self._roots[0], batch, self._max)
+                    results = await asyncio.to_thread(read_batch, self._roots[0], batch, self._max)
                 datas = [data for _, _, data in results if data is not None]
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
                 ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
@@ -406,7 +317,7 @@ class WorkspaceIndex:
                     files.pop(item.path, None)
                     if item.old is not None and item.old[1] is not None:
                         if item.report:
-                            plan.changes.append(_deleted(item.path, item.old))
+                            plan.changes.append(deleted(item.path, item.old))
                     elif item.report:
                         plan.not_captured.append(item.path)
                     continue
@@ -414,7 +325,7 @@ class WorkspaceIndex:
                 if blob is not None and sig[1] >= racy_from:
                     racy.add(item.path)
                 if item.report:
-                    _report(item, sig, blob, plan)
+                    report_read(item, sig, blob, plan)
             if (
                 found
                 or plan.updates
@@ -455,7 +366,7 @@ class WorkspaceIndex:
         if gone:
             log.warning("%d snapshots the workspace index held were collected", len(gone))
 
-    def _plan_now(self, stale: frozenset[str], report: bool) -> _Plan | None:
+    def _plan_now(self, stale: frozenset[str], report: bool) -> Plan | None:
         """A watched pass's plan, made here when the events name a few files only;
         None when it takes a thread (a walk, folders that came or went, many paths)."""
         watcher = self._watcher
@@ -483,7 +394,7 @@ class WorkspaceIndex:
                 seen = self._look(extra, started_ns)
             except WatchLost:
                 return None
-            return self._diff_seen(seen, stale, report)
+            return self._diff(stale, report).seen(seen)
         finally:
             self._plan_lock.release()
 
@@ -502,7 +413,7 @@ class WorkspaceIndex:
             self._walker, root, self._pending, extra, self._folders, self._linked, started_ns
         )
 
-    def _plan(self, stale: frozenset[str], report: bool) -> _Plan:
+    def _plan(self, stale: frozenset[str], report: bool) -> Plan:
         """Drain the watcher's events, or walk; diff what was seen against the index
         (on a worker thread)."""
         with self._plan_lock:
@@ -515,7 +426,7 @@ class WorkspaceIndex:
                 except WatchLost as exc:
                     log.info("capture walks the workspace: %s", exc)
                 else:
-                    return self._diff_seen(seen, stale, report)
+                    return self._diff(stale, report).seen(seen)
             return self._plan_walk(watcher, stale, report)
 
     def _watching(self) -> FolderWatcher | None:
@@ -538,7 +449,7 @@ class WorkspaceIndex:
 
     def _plan_walk(
         self, watcher: FolderWatcher | None, stale: frozenset[str], report: bool
-    ) -> _Plan:
+    ) -> Plan:
         # Until this pass is done (a cancelled one leaves it so): the events it
         # reads away below are the walk's to find.
         self._walk_due = True
@@ -553,88 +464,12 @@ class WorkspaceIndex:
                 log.warning("capture walks the workspace from now on: %s", watcher.lost)
                 self._unwatch()
         self.walks += 1
-        return self._diff(walk, stale, report)
+        return self._diff(stale, report).walk(walk)
 
-    def _diff(self, walk: Walk, stale: frozenset[str], report: bool) -> _Plan:
-        files, old_folders = self._files, self._folders
-        plan = _Plan(
-            [],
-            {},
-            [],
-            [],
-            [],
-            dict(walk.folders),
-            walk.started_ns,
-            walk.stat_only,
-            None,
-            walk.linked,
-        )
-        for path, sig in walk.files.items():
-            self._diff_file(plan, path, sig, stale, report)
-        for path in files.keys() - walk.files.keys():
-            if not _under(path, walk.folders):  # in a folder not walked now: kept
-                self._diff_gone(plan, path, stale, report)
-        for key in walk.folders.keys() | old_folders.keys():
-            now, then = walk.folders.get(key), old_folders.get(key)
-            if now is None and _under(key, walk.folders):
-                plan.folders[key] = old_folders[key]  # in a folder that could not be listed
-            elif now != then and report:
-                plan.not_captured.append(key)
-        return plan
+    def _diff(self, stale: frozenset[str], report: bool) -> IndexDiff:
+        return IndexDiff(self._files, self._folders, self._racy, stale, report)
 
-    def _diff_seen(self, seen: Seen, stale: frozenset[str], report: bool) -> _Plan:
-        """As :meth:`_diff`, of only what the watcher's events named."""
-        folders = dict(self._folders)
-        plan = _Plan(
-            [], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked, seen.linked
-        )
-        plan.seen = seen.files.keys() | seen.gone
-        for key, signed in seen.ignored.items():
-            then = folders.pop(key, None)
-            if signed is not None:
-                folders[key] = signed
-            if signed != then and report:
-                plan.not_captured.append(key)
-        for path, sig in seen.files.items():
-            self._diff_file(plan, path, sig, stale, report)
-        for path in seen.gone:
-            if path in self._files and not _under(path, folders):
-                self._diff_gone(plan, path, stale, report)
-        return plan
-
-    def _diff_file(
-        self, plan: _Plan, path: str, sig: Sig, stale: frozenset[str], report: bool
-    ) -> None:
-        old = self._files.get(path)
-        stat_only = plan.stat_only
-        if old is not None and old[0] == sig and path not in self._racy and path not in stale:
-            if old[1] is None and path not in stat_only:  # content not known yet
-                plan.reads.append(_Read(path, sig, old, False))
-            return
-        # New here, but in a folder not walked before: what it held then is unknown.
-        tell = report and path not in stale and not (old is None and _under(path, self._folders))
-        if path not in stat_only:
-            plan.reads.append(_Read(path, sig, old, tell))
-            return
-        if old is not None and old[0] == sig:
-            return  # a stale or racy entry now kept by stat only: nothing to read
-        plan.updates[path] = (sig, None)
-        if tell:
-            plan.not_captured.append(path)
-            if old is not None and old[1] is not None and not is_regular(sig):
-                # A file replaced by a symlink (or a fifo): the file is gone.
-                plan.changes.append(_deleted(path, old))
-
-    def _diff_gone(self, plan: _Plan, path: str, stale: frozenset[str], report: bool) -> None:
-        plan.removals.append(path)
-        old = self._files[path]
-        if report and path not in stale:
-            if old[1] is not None:
-                plan.changes.append(_deleted(path, old))
-            else:
-                plan.not_captured.append(path)
-
-    def _settle(self, plan: _Plan, found: list[tuple[_Read, Sig | None, str | None]]) -> None:
+    def _settle(self, plan: Plan, found: list[tuple[Read, Sig | None, str | None]]) -> None:
         """After a pass: what is pending, and which files' content is still unknown."""
         retry = self._retry
         if plan.looked is None:  # a walk: everything was looked at
@@ -646,7 +481,7 @@ class WorkspaceIndex:
             self._retry = {
                 path
                 for path, (_, blob) in self._files.items()
-                if blob is None and path not in stat_only and not _under(path, plan.folders)
+                if blob is None and path not in stat_only and not under(path, plan.folders)
             }
             return
         self._pending.settle(plan.looked)
@@ -659,92 +494,3 @@ class WorkspaceIndex:
                 retry.discard(item.path)
             else:
                 retry.add(item.path)
-
-
-def _report(item: _Read, sig: Sig, blob: str | None, plan: _Plan) -> None:
-    """Add what reading ``item`` found to ``plan``'s changes or not_captured."""
-    old = item.old
-    if blob is None or (old is not None and old[1] is None):
-        plan.not_captured.append(item.path)  # the content now, or before, is not known
-    elif old is None:
-        plan.changes.append(FileChange(item.path, None, blob, None, is_executable(sig)))
-    elif old[1] != blob or is_executable(old[0]) != is_executable(sig):
-        plan.changes.append(
-            FileChange(item.path, old[1], blob, is_executable(old[0]), is_executable(sig))
-        )
-
-
-def _deleted(path: str, old: _Entry) -> FileChange:
-    return FileChange(path, old[1], None, is_executable(old[0]), None)
-
-
-def _under(path: str, folders: Mapping[str, object]) -> bool:
-    """Whether ``path`` is inside one of ``folders`` (keys ending in "/")."""
-    if not folders:
-        return False
-    if "./" in folders and not path.startswith("/"):
-        return True
-    cut = path.find("/", 1)
-    while cut != -1:
-        if path[: cut + 1] in folders:
-            return True
-        cut = path.find("/", cut + 1)
-    return False
-
-
-def _batches(reads: list[_Read]) -> Iterator[list[_Read]]:
-    batch: list[_Read] = []
-    size = 0
-    for item in reads:
-        batch.append(item)
-        size += item.sig[0]
-        if size >= _READ_BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def _read_batch(
-    root: Path, batch: list[_Read], max_bytes: int
-) -> list[tuple[_Read, Sig | None, bytes | None]]:
-    """(item, sig, content) for each file: sig None if it is gone or no longer a
-    regular file; content None if it could not be read whole."""
-    # A display path is relative to the first root, or absolute (join keeps those).
-    return [
-        (item, *_read_file(os.path.join(root, item.path), item.sig, max_bytes)) for item in batch
-    ]
-
-
-def _read_file(path: str, walked: Sig, max_bytes: int) -> tuple[Sig | None, bytes | None]:
-    for _ in range(2):
-        try:
-            # O_NOFOLLOW: a file swapped for a symlink is not read through it;
-            # O_NONBLOCK: nor is one swapped for a fifo waited on.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except (FileNotFoundError, NotADirectoryError):
-            return None, None
-        except OSError as exc:
-            return (None, None) if exc.errno == errno.ELOOP else (walked, None)
-        try:
-            before = sig_of(os.fstat(fd))
-            if not is_regular(before):
-                return None, None
-            if before[0] > max_bytes:
-                return before, None
-            want, chunks = before[0] + 1, []  # a byte past the size shows a file that grew
-            while want > 0:
-                chunk = os.read(fd, want)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                want -= len(chunk)
-            after = sig_of(os.fstat(fd))
-        except OSError:
-            return walked, None
-        finally:
-            os.close(fd)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if after == before and len(data) == before[0]:
-            return before, data
-    return walked, None  # written to while it was read, twice

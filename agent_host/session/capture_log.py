@@ -26,7 +26,8 @@ from .errors import BlobCorrupt, BlobNotFound
 
 if TYPE_CHECKING:
     from .blobs import BlobStore
-    from .capture import CapturedChanges, WorkspaceIndex
+    from .capture import WorkspaceIndex
+    from .capture_diff import CapturedChanges
     from .state import SessionState
 
 log = logging.getLogger(__name__)

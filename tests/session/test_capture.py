@@ -11,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_host.session import capture
+from agent_host.session import capture_read
 from agent_host.session.blobs import FileBlobStore, MemoryBlobStore
-from agent_host.session.capture import (
-    DEFAULT_IGNORES,
-    CapturedChanges,
-    FileChange,
-    WorkspaceIndex,
-)
+from agent_host.session.capture import DEFAULT_IGNORES, WorkspaceIndex
+from agent_host.session.capture_diff import CapturedChanges, FileChange
 from agent_host.session.store import open_store
 
 
@@ -389,7 +385,7 @@ class _Recording:
 
 
 async def test_the_first_index_reads_in_bounded_batches(ws, tmp_path, monkeypatch):
-    monkeypatch.setattr(capture, "_READ_BATCH_BYTES", 10_000)
+    monkeypatch.setattr(capture_read, "READ_BATCH_BYTES", 10_000)
     tree(ws, {f"d{i % 7}/f{i}.bin": os.urandom(1000) for i in range(100)})
     store = FileBlobStore(tmp_path / "blobs")
     recording = _Recording(store)

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from agent_host.session import capture_watch
 from agent_host.session.blobs import MemoryBlobStore
-from agent_host.session.capture import CapturedChanges, WorkspaceIndex
+from agent_host.session.capture import WorkspaceIndex
+from agent_host.session.capture_diff import CapturedChanges
 from agent_host.session.capture_watch import IN_Q_OVERFLOW, FolderWatcher
 
 pytestmark = pytest.mark.skipif(
