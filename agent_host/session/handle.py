@@ -11,6 +11,9 @@ edits, delete) run one at a time in arrival order: each takes ``wait`` (False:
 TurnInProgress at once when another runs, as always; True: wait its turn; a
 number: wait at most that many seconds) and holds the session's slot here, then
 its turn lease in the store, which other processes wait for the same way.
+
+The operations that return the session to an earlier moment (restore, revert,
+undo) are in handle_restore.
 """
 
 from __future__ import annotations
@@ -18,20 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import capture_log
 from . import events as ev
 from .approval import Approval, Gate, check_approval
-from .changes import FileDiff, messages_in, session_changes
 from .checkpoints import (
     Checkpoint,
     NothingToUndo,
     checkpoints,
-    cut_short_writes,
     last_restore,
     pending_capture,
 )
@@ -40,10 +40,10 @@ from .environment import using_policy
 from .errors import (
     CheckpointNotFound,
     InvalidArgument,
-    ToolError,
     TurnInProgress,
     WorkspaceMismatch,
 )
+from .handle_restore import RestoreOperations, finish_pending
 from .interrupted import close_interrupted_turn
 from .items import clear_items, items_to_events, limit_items, pop_last_item, to_items
 from .op_queue import OpQueue, Wait, check_wait, remaining
@@ -52,18 +52,16 @@ from .sandbox import Sandbox, SandboxPolicy, using_sandbox
 from .session_folder import session_files, session_started
 from .state import SessionState
 from .turn import TokenUsage, TurnResult, TurnSettings, run_turn
-from .workspace import Workspace, unsynced_buffers
+from .workspace import Workspace
 from .workspace.processes import tracking
 
 if TYPE_CHECKING:
     from .host import AgentHost
-    from .restore import RestoreResult, UndoResult
-    from .restore_plan import RestorePreview
 
 log = logging.getLogger(__name__)
 
 
-class SessionHandle:
+class SessionHandle(RestoreOperations):
     def __init__(self, host: AgentHost, session_id: str, workspace: Workspace | None) -> None:
         self.session_id = session_id
         self.host = host
@@ -345,101 +343,6 @@ class SessionHandle:
             ):
                 return await run_turn(state, prompt, settings)
 
-    async def restore(
-        self,
-        seq: int,
-        files: bool = True,
-        conversation: bool = True,
-        *,
-        force: bool = False,
-        paths: Collection[str] | None = None,
-        wait: Wait = False,
-    ) -> RestoreResult:
-        """Return to the moment just before the prompt at ``seq`` (undoable); files
-        changed since the session last wrote them are conflicts unless ``force``;
-        with ``paths``, only those files are put back."""
-        async with self.exclusive(wait, "a restore"):
-            if not (files or conversation):
-                raise InvalidArgument("restore needs files, conversation or both")
-            state = await self.settled()
-            from .restore import restore_to
-
-            with unsynced_buffers(self.workspace) as unsynced:
-                result = await restore_to(
-                    state, self.workspace, seq, files, conversation, force, paths
-                )
-            result.unreverted_buffers = unsynced()
-        self.refresh_cost(state)
-        return result
-
-    async def preview_restore(
-        self,
-        seq: int,
-        files: bool = True,
-        conversation: bool = True,
-        *,
-        paths: Collection[str] | None = None,
-        wait: Wait = False,
-    ) -> RestorePreview:
-        """What :meth:`restore` would do, per file, nothing written."""
-        async with self.exclusive(wait, "a restore preview"):
-            if not (files or conversation):
-                raise InvalidArgument("restore needs files, conversation or both")
-            state = await self.settled()
-            from .restore import preview_restore
-
-            return await preview_restore(state, self.workspace, seq, files, conversation, paths)
-
-    async def revert_files(
-        self,
-        seq: int,
-        paths: Collection[str],
-        *,
-        force: bool = False,
-        dry_run: bool = False,
-        wait: Wait = False,
-    ) -> RestoreResult | RestorePreview:
-        """Undo the turn at ``seq``'s changes to ``paths`` (the conversation stays;
-        undoable as a restore); with ``dry_run``, what it would do."""
-        async with self.exclusive(wait, "reverting files"):
-            state = await self.settled()
-            from .restore import RestoreResult, revert_files
-
-            with unsynced_buffers(self.workspace) as unsynced:
-                result = await revert_files(state, self.workspace, seq, paths, force, dry_run)
-            if isinstance(result, RestoreResult):
-                result.unreverted_buffers = unsynced()
-        return result
-
-    async def changes(
-        self, seq: int | None = None, from_seq: int | None = None, to_seq: int | None = None
-    ) -> list[FileDiff]:
-        """Per-file diffs of the turn at ``seq`` (neither: the last turn), or of the
-        checkpoint range ``from_seq`` to ``to_seq`` (None: now)."""
-        state = await self.state()
-        await state.load()
-        return await session_changes(
-            state.timeline, self.host.store.blobs, self.session_id, seq, from_seq, to_seq
-        )
-
-    async def undo_restore(
-        self, *, force: bool = False, partial: bool = True, wait: Wait = False
-    ) -> UndoResult:
-        """Undo the last restore: files and conversation as they were before it;
-        files changed since the restore wrote them are kept unless ``force`` (and
-        without ``partial`` they make it UndoWouldKeep, nothing done)."""
-        async with self.exclusive(wait, "an undo"):
-            from .restore import undo_last_restore
-
-            state = await self.settled()
-            shown = messages_in(state.timeline)
-            with unsynced_buffers(self.workspace) as unsynced:
-                result = await undo_last_restore(state, self.workspace, force, partial)
-            result.unreverted_buffers = unsynced()
-            result.messages_restored = max(0, messages_in(state.timeline) - shown)
-        self.refresh_cost(state)
-        return result
-
     async def compact(
         self, instructions: str | None = None, *, wait: Wait = False
     ) -> CompactResult:
@@ -546,20 +449,3 @@ class SessionHandle:
     def refresh_cost(self, state: SessionState) -> None:
         self.cost = state.cost
         self._loaded_cost = True
-
-
-async def finish_pending(state: SessionState, workspace: Workspace | None) -> None:
-    """What a crash left unfinished; with no ``workspace`` (the session's folder is
-    not open here), only what needs no files."""
-    # restore.py is loaded on first use, out of the server's start-up (P5).
-    from .restore import finish_pending as finish_restore
-
-    await capture_log.finish_pending(state)
-    if workspace is None:
-        return
-    for path in cut_short_writes(state.latest):
-        try:
-            await workspace.discard_partial_writes(path)
-        except ToolError as exc:  # a folder on the way swapped meanwhile
-            log.warning("the temp file of %s is left for the next sweep: %s", path, exc)
-    await finish_restore(state, workspace)
