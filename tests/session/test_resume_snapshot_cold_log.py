@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agent_host.session import events as ev
-from agent_host.session.store import file as file_store
-from agent_host.session.store import open_store
+from agent_host.session.store import file_sync, open_store
 from agent_host.session.store.conformance import *  # noqa: F403 - the checks, run again
 from agent_host.session.store.conformance import FACTORIES, Backend
 from agent_host.session.store.summary import summarize
@@ -17,7 +16,7 @@ from agent_host.session.store.summary import summarize
 @pytest.fixture
 def backend(tmp_path, monkeypatch) -> Backend:
     """The file store with every log, however short, started cold from its end."""
-    monkeypatch.setattr(file_store, "COLD_START_SIZE", 0)
+    monkeypatch.setattr(file_sync, "COLD_START_SIZE", 0)
     return FACTORIES["file"](tmp_path)
 
 
@@ -43,7 +42,7 @@ async def long_log(tmp_path) -> str:
         await store.append(SID, [e for i in range(start, start + 50) for e in turn(i)])
     await store.close()
     size = (tmp_path / "store" / "sessions" / f"{SID}.jsonl").stat().st_size
-    assert size > file_store.COLD_START_SIZE
+    assert size > file_sync.COLD_START_SIZE
     return path
 
 

@@ -39,7 +39,6 @@ import functools
 import logging
 import os
 import time
-from array import array
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import partial
@@ -50,7 +49,6 @@ from .. import events as ev
 from ..blobs import FileBlobStore
 from ..durable import fsync_dir, write_atomically
 from ..errors import (
-    CorruptLogError,
     SessionNotFound,
     store_unavailable,
 )
@@ -58,20 +56,17 @@ from . import file_ids, file_snapshot, file_stash, framing, locking, log_file
 from .base import ListCursor, SessionInfo, StoreBase, Truncation
 from .file_index import SessionIndex
 from .file_listing import FileListing
+from .file_sync import TAIL, LogSync, restores
 from .ids import file_stem
 from .leases import file_lease
 from .log_file import LogState, decode_event
-from .pacing import INLINE_READ_LIMIT, INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
+from .pacing import INLINE_WRITE_LIMIT, SyncPacer, WouldBlock
 from .summary import Summary, summarize
 
 T = TypeVar("T")
 P = ParamSpec("P")
 Method = Callable[Concatenate["FileCheckpointer", P], T]
 log = logging.getLogger(__name__)
-COLD_START_SIZE = 1 << 20
-"""A log this long, not read yet, is first read from its end (see _cold_state)."""
-TAIL = 1 << 62
-"""``back_to`` for a sync that needs only the head: the log's last lines will do."""
 
 
 def _reported(action: str) -> Callable[[Method[P, T]], Method[P, T]]:
@@ -98,7 +93,7 @@ def _reported(action: str) -> Callable[[Method[P, T]], Method[P, T]]:
     return decorate
 
 
-class FileCheckpointer(StoreBase):
+class FileCheckpointer(LogSync, StoreBase):
     """Session logs as files under ``root``; several processes may share it."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -252,119 +247,7 @@ class FileCheckpointer(StoreBase):
                     raise store_unavailable(exc.filename or folder, "create", exc) from exc
             self._made_dirs = True
 
-    # -- the log
-
-    def _sync(
-        self,
-        session_id: str,
-        fd: int,
-        wait: bool = True,
-        repair: bool = True,
-        back_to: int | None = 0,
-    ) -> tuple[LogState, list[ev.Event]]:
-        """Bring this process's view of the log up to date; return the new events.
-
-        Holding the lock, any bytes past the last whole event belong to a writer
-        that died mid-write: they are moved aside and the log cut back, unless not
-        ``repair`` (see _reading), when they are read as not there. With
-        ``wait=False``, a long read raises :class:`WouldBlock` before any change.
-
-        A long log this process has not read yet is read from its end, back to
-        event ``back_to`` at least, when the index agrees with it (see
-        _cold_state); with ``back_to`` 0 or None it is read whole.
-        """
-        state = self._states.get(session_id)
-        if state is None or not state.still_matches(fd):
-            if not wait:
-                raise WouldBlock(session_id)
-            size = os.lseek(fd, 0, os.SEEK_END)
-            state = self._cold_state(session_id, fd, size, back_to) if back_to else None
-            if state is not None:
-                self._states[session_id] = state
-                return state, []
-            state = LogState(0, size, array("q"), Summary())
-            data = os.pread(fd, log_file.content_end(fd, size), 0)
-        else:
-            data, file_end = log_file.read_on(fd, state.size, None if wait else INLINE_READ_LIMIT)
-            if file_end is not None:
-                state.allocated = file_end
-        if not data:
-            self._states[session_id] = state
-            return state, []
-        where = self._log_path(session_id)
-        found = framing.scan(data, partial(decode_event, where), where)
-        first = state.summary.head + 1
-        seqs = [event.seq for event in found.records]
-        if seqs != list(range(first, first + len(seqs))):
-            bad = next(s for n, s in enumerate(seqs, first) if s != n)
-            raise CorruptLogError(
-                f"{where}: event seq {bad} out of order after seq {first - 1}; "
-                "the log was changed by something other than agent-host"
-            )
-        if state.summary.prompts is None and any(map(_restores, found.records)):
-            # A summary from the index cannot fold a restore (see Summary): read it all.
-            return self._sync_whole(session_id, fd, repair)
-        state.summary.extend(found.records)
-        state.offsets.extend(state.size + offset for offset in found.offsets)
-        if found.records:
-            state.remember_last_line(fd)
-        if found.torn and repair:
-            end = state.size + found.end
-            self._cut_torn_tail(session_id, fd, end, state.size + len(data))
-            state.allocated = end
-        state.size += found.end
-        self._states[session_id] = state
-        return state, found.records
-
-    def _sync_whole(
-        self, session_id: str, fd: int, repair: bool
-    ) -> tuple[LogState, list[ev.Event]]:
-        """Read the whole log afresh: every event, and a summary folded from them."""
-        self._states.pop(session_id, None)
-        return self._sync(session_id, fd, repair=repair, back_to=None)
-
-    def _cold_state(self, session_id: str, fd: int, size: int, back_to: int) -> LogState | None:
-        """This process's view of a long log it has not read, from the log's last
-        lines and the index's record of the session, when the two agree (its head
-        and last write); None to read the whole log.
-
-        A resume then costs what its turn needs, not the log's length: the index
-        is a cache of the logs, so a record that disagrees (a lost line, a writer
-        that died) sends this back to the log.
-        """
-        if size < COLD_START_SIZE:
-            return None
-        info = self._listing.view.info(session_id)
-        if info is None:
-            return None
-        where = self._log_path(session_id)
-        found = file_snapshot.tail_records(fd, where, partial(decode_event, where), back_to)
-        if found is None or not found[0]:
-            return None
-        events, offsets, end = found
-        last = events[-1]
-        if last.seq != info.head or last.ts != info.updated_at:
-            return None
-        summary = Summary(
-            info.created_at,
-            info.updated_at,
-            info.title,
-            info.turns,
-            info.head,
-            info.workspace,
-            prompts=None,
-        )
-        state = LogState(end, size, array("q", offsets), summary, first=events[0].seq - 1)
-        state.remember_last_line(fd)
-        return state
-
-    def _cut_torn_tail(self, session_id: str, fd: int, end: int, size: int) -> None:
-        torn = self.root / "torn"
-        torn.mkdir(mode=0o700, exist_ok=True)
-        keep = torn / f"{file_stem(session_id)}.{time.time_ns()}.bin"
-        keep.write_bytes(os.pread(fd, size - end, end))
-        os.ftruncate(fd, end)
-        os.fsync(fd)
+    # -- the log (its view in this process: see file_sync)
 
     @_reported("append to")
     def _append(
@@ -381,7 +264,7 @@ class FileCheckpointer(StoreBase):
                 self.check_head(session_id, expected_head, 0)
                 return 0  # nothing to write to a session that does not exist
             state, _ = self._sync(session_id, fd, wait, back_to=TAIL)
-            if state.summary.prompts is None and any(map(_restores, events)):
+            if state.summary.prompts is None and any(map(restores, events)):
                 if not wait:
                     raise WouldBlock(session_id)
                 state, _ = self._sync_whole(session_id, fd, repair=True)
@@ -423,26 +306,6 @@ class FileCheckpointer(StoreBase):
                 session_id, fd, repair=repair, back_to=since + 1 if since else None
             )
             return self._since(session_id, fd, state, new, since, repair)
-
-    def _since(
-        self,
-        session_id: str,
-        fd: int,
-        state: LogState,
-        new: list[ev.Event],
-        since: int,
-        repair: bool,
-    ) -> list[ev.Event]:
-        """The events after ``since``, just after a sync that read ``new``."""
-        head = state.summary.head
-        known = head - len(new)  # events this process had seen before the sync
-        if since >= known:
-            return new[since - known :]
-        if since < state.first:
-            state, new = self._sync_whole(session_id, fd, repair)
-            return new[since:]
-        end = state.offsets[known - state.first] if known < head else state.size
-        return self._read_events(fd, session_id, state.offsets[since - state.first], end) + new
 
     @_reported("write a snapshot")
     def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
@@ -563,11 +426,6 @@ class FileCheckpointer(StoreBase):
         with self._reading(session_id) as (fd, _):
             return [] if fd is None else file_stash.read_stash(self._stash_path(session_id))
 
-    def _read_events(self, fd: int, session_id: str, start: int, end: int) -> list[ev.Event]:
-        where = self._log_path(session_id)
-        data = os.pread(fd, end - start, start)
-        return framing.scan(data, partial(decode_event, where), where).records
-
     # -- the index (see file_listing)
 
     @_reported("read")
@@ -580,7 +438,3 @@ class FileCheckpointer(StoreBase):
 
     def _record(self, session_id: str, summary: Summary | None) -> None:
         self._listing.record(session_id, summary)
-
-
-def _restores(event: ev.Event) -> bool:
-    return type(event) is ev.Restore or type(event) is ev.RestoreUndone
