@@ -57,6 +57,7 @@ KINDS: dict[type[BaseException], ErrorKind] = {
     e.UnsupportedStore: ErrorKind.INVALID_PARAMS,
     e.IncompleteStore: ErrorKind.INVALID_PARAMS,
     e.McpConfigError: ErrorKind.INVALID_PARAMS,
+    e.SandboxConfigError: ErrorKind.INVALID_PARAMS,
     ShellEnvironmentError: ErrorKind.INVALID_PARAMS,
     e.PathOutsideWorkspace: ErrorKind.INVALID_PARAMS,
     e.SessionNotFound: ErrorKind.SESSION_NOT_FOUND,
