@@ -6,6 +6,8 @@ command and MCP tool of a log written before the sandbox (it cannot tell)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from agent_host.session import events as ev
@@ -14,6 +16,7 @@ from agent_host.session.host import AgentHost
 from agent_host.session.sandbox import mechanism
 
 from ..conftest import make_backend
+from .mcp.conftest import APP
 from .test_host import script
 
 needs_sandbox = pytest.mark.skipif(
@@ -163,3 +166,32 @@ async def test_the_way_out_is_named_unconfined_only_when_approved(tmp_path, ws, 
     assert preview.unconfined == second.unconfined
     restored = await host.restore(host.session_id, second.seq)
     assert restored.unconfined == second.unconfined
+
+
+@needs_sandbox
+async def test_an_mcp_server_not_sandboxed_is_named_and_a_sandboxed_one_is_not(tmp_path, ws):
+    steps = [
+        {"tool_calls": [mcp_call("mcp__boxed__echo", "c1"), mcp_call("mcp__free__echo", "c2")]},
+        {"text": "echoed twice"},
+    ]
+    servers = [
+        {"name": "boxed", "command": sys.executable, "args": [APP, "stdio"], "env": []},
+        {
+            "name": "free",
+            "command": sys.executable,
+            "args": [APP, "stdio"],
+            "env": [],
+            "sandbox": "full",
+        },
+    ]
+    async with host_for(tmp_path, ws, steps, mcp_servers=servers) as host:
+        await host.send("echo")
+        (cp,) = await host.list_checkpoints()
+        assert cp.external_tools == ["mcp__boxed__echo", "mcp__free__echo"]
+        assert cp.unconfined == ["mcp__free__echo"]
+        logged = tool_results(await host.store.read(host.session_id))
+        assert [r.unconfined for r in logged] == [False, True]
+
+
+def mcp_call(name: str, call_id: str) -> dict:
+    return {"id": call_id, "name": name, "arguments": {"text": "hi"}}
