@@ -19,7 +19,15 @@ from acp import schema as s
 from acp.helpers import start_tool_call
 
 from ..service import SessionService
-from ..service.text import checkpoint_label, count, describe_files, local_time, shorten
+from ..service.text import (
+    checkpoint_label,
+    count,
+    describe_files,
+    local_time,
+    outside_changes,
+    shorten,
+    unconfined_runs,
+)
 from ..session.checkpoints import Checkpoint, NothingToUndo
 from ..session.errors import UndoWouldKeep
 from . import convert
@@ -30,10 +38,13 @@ def _list(checkpoints: list[Checkpoint]) -> str:
         return "No checkpoints yet: each prompt makes one."
     lines = ["Checkpoints (rewind with /rewind SEQ):"]
     for cp in checkpoints:
-        lines.append(
+        line = (
             f"- {cp.seq}  {local_time(cp.created_at)}  {shorten(cp.prompt, 60)!r}: "
             f"{describe_files(cp.files)}"
         )
+        if cp.unconfined:
+            line += f"; ran without the sandbox: {unconfined_runs(cp.unconfined)}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -121,6 +132,8 @@ async def _rewind(service: SessionService, session_id: str, arg: str) -> str | A
     )
     if result.not_captured:
         text += f" Not restored (never captured): {', '.join(result.not_captured)}."
+    if result.unconfined:
+        text += " " + outside_changes(result.unconfined)
     text += _not_restored(result.not_restored)
     text += " Load the session again to see the conversation."
     # Last, so that the message ends with exactly what to type.
@@ -181,6 +194,8 @@ async def _preview(
         text += "\n" + "\n".join(lines)
     if preview.not_captured:
         text += f"\nNot restorable (never captured): {', '.join(preview.not_captured)}."
+    if preview.unconfined:
+        text += "\n" + outside_changes(preview.unconfined, done=False)
     text += f"\nTo rewind: /rewind {target.seq}{only_arg}"
     if conflicts:
         text += (

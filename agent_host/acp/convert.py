@@ -156,6 +156,7 @@ def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
         "fromCommands": checkpoint.from_commands,
         "notCaptured": checkpoint.not_captured,
         "externalTools": checkpoint.external_tools,
+        "unconfined": checkpoint.unconfined,
         "ordinal": checkpoint.ordinal,
         "label": checkpoint_label(checkpoint.ordinal, checkpoint.prompt),
     }
@@ -169,6 +170,7 @@ def restore_json(result: RestoreResult) -> dict[str, Any]:
         "unrevertedBuffers": result.unreverted_buffers,
         "conflicts": result.conflicts,
         "notCaptured": result.not_captured,
+        "unconfined": result.unconfined,
         "notRestored": result.not_restored,
         "messagesRemoved": result.messages_removed,
         "preview": None,
@@ -183,6 +185,7 @@ def dry_run_json(preview: RestorePreview) -> dict[str, Any]:
         "unrevertedBuffers": [],
         "conflicts": [],
         "notCaptured": [],
+        "unconfined": [],
         "notRestored": {},
         "messagesRemoved": 0,
         "preview": preview_json(preview),
@@ -204,6 +207,7 @@ def preview_json(preview: RestorePreview) -> dict[str, Any]:
         "messagesRemoved": preview.messages_removed,
         "checkpoint": checkpoint_json(preview.checkpoint),
         "notCaptured": preview.not_captured,
+        "unconfined": preview.unconfined,
     }
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ..rpc import methods
-from ..service.text import checkpoint_label, count, describe_files, shorten
+from ..service.text import (
+    checkpoint_label,
+    count,
+    describe_files,
+    outside_changes,
+    shorten,
+    unconfined_runs,
+)
 from ..session import AgentHostError, open_store
 from .child_server import call_server
 from .exit_codes import EXIT_OK
@@ -65,6 +72,8 @@ async def checkpoints(args: argparse.Namespace) -> int:
             label = checkpoint_label(c["ordinal"], c["prompt"])
             print(f"{label}  (checkpoint {c['seq']}, {c['createdAt']})")
             print(f"       changed: {', '.join(c['files']) or '-'}")
+            if c.get("unconfined"):
+                print(f"       ran without the sandbox: {unconfined_runs(c['unconfined'])}")
     if not found and not args.json:
         print(f"session {args.session} has no checkpoints", file=sys.stderr)
     return EXIT_OK
@@ -115,6 +124,8 @@ def _report_left(result: dict[str, Any]) -> None:
             + ", ".join(result["notCaptured"]),
             file=sys.stderr,
         )
+    if result.get("unconfined"):
+        print(outside_changes(result["unconfined"]), file=sys.stderr)
     for path, reason in (result.get("notRestored") or {}).items():
         print(f"not restored, the editor did not write it: {path} ({reason})", file=sys.stderr)
 

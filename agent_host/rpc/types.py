@@ -210,7 +210,14 @@ class CheckpointInfo:
     cap): a restore cannot put them back."""
     external_tools: list[str] = attrs.field(factory=list)
     """MCP tools the turn called: their changes inside the workspace are in
-    ``files``; what they did elsewhere no restore can undo."""
+    ``files``."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What the turn ran outside the sandbox (a command's text, an MCP tool's
+    name): under the ``full`` policy, by the user's leave after the sandbox stopped
+    it, or an MCP server not sandboxed. What it changed outside the workspace no
+    restore can undo. Empty: everything ran confined, so nothing outside the
+    places the sandbox lets it write can have changed. Sessions logged before the
+    sandbox name every command and MCP tool."""
     ordinal: int = 0
     """1 for the session's first prompt, 2 for the next ...: what a person calls it
     (seq is what the methods take)."""
@@ -294,6 +301,9 @@ class RestorePreview:
     checkpoint: CheckpointInfo
     not_captured: list[str] = attrs.field(factory=list)
     """Paths later commands changed without capture: no restore puts them back."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What later turns ran outside the sandbox: what it changed outside the
+    workspace the restore leaves as it is."""
 
 
 @attrs.define
@@ -339,6 +349,9 @@ class RestoreResult:
     not_captured: list[str] = attrs.field(factory=list)
     """Paths the later turns' commands changed that were not captured, so were not
     put back."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What the later turns ran outside the sandbox (commands, MCP tools): what it
+    changed outside the workspace was not undone (as ``CheckpointInfo.unconfined``)."""
     not_restored: dict[str, str] = attrs.field(factory=dict)
     """Files the editor did not write (it refused or failed; ACP clients, which
     write the files), each with its reason: left as they are."""

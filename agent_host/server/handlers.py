@@ -139,6 +139,7 @@ def checkpoint_info(c: Checkpoint) -> rpc.CheckpointInfo:
         c.from_commands,
         c.not_captured,
         c.external_tools,
+        c.unconfined,
         ordinal=c.ordinal,
         label=checkpoint_label(c.ordinal, c.prompt),
     )
@@ -196,7 +197,8 @@ def restore_result(done: RestoreResult) -> rpc.RestoreResult:
         done.unreverted_buffers,
         done.conflicts,
         done.not_captured,
-        done.not_restored,
+        unconfined=done.unconfined,
+        not_restored=done.not_restored,
         messages_removed=done.messages_removed,
     )
 
@@ -209,6 +211,7 @@ def preview_result(preview: RestorePreview) -> rpc.RestoreResult:
         preview.messages_removed,
         checkpoint_info(preview.checkpoint),
         preview.not_captured,
+        preview.unconfined,
     )
     return rpc.RestoreResult([], 0, preview=shown)
 

@@ -17,6 +17,7 @@ from .events import (
     RestoreApplied,
     RestoreUndone,
     ToolCall,
+    ToolResult,
     TurnEnd,
     UncapturedChanges,
     UserPrompt,
@@ -24,6 +25,7 @@ from .events import (
 
 EXTERNAL_PREFIX = "mcp__"
 """What the model's name of an MCP server's tool starts with."""
+COMMAND_TOOL = "run_command"
 
 
 class NothingToUndo(AgentHostError):
@@ -46,6 +48,13 @@ class Checkpoint:
     external_tools: list[str] = attrs.field(factory=list)
     """MCP tools the turn called (``mcp__server__tool``): what they changed in the
     workspace is in ``files``; what they changed elsewhere no restore can undo."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What the turn ran outside the sandbox -- a command's text, an MCP tool's
+    name: a command under ``full`` or run unconfined by the user's leave, a tool of
+    an MCP server not sandboxed -- whose changes outside the workspace no restore
+    can undo. Empty: everything ran confined, so nothing outside the workspace's
+    writable places can have changed. A log from before the sandbox names every
+    command and MCP tool (it cannot tell)."""
     ordinal: int = 0
     """Its place among the session's checkpoints, 1 for the first prompt (as the
     conversation stands: a restore renumbers the ones after it)."""
@@ -54,6 +63,7 @@ class Checkpoint:
 def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     out: list[Checkpoint] = []
     current: Checkpoint | None = None
+    runs = _Runs()
     for event in events:
         match event:
             case UserPrompt():
@@ -66,12 +76,76 @@ def checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
                     current.files.append(event.path)
                 if event.by_command and event.path not in current.from_commands:
                     current.from_commands.append(event.path)
-            case ToolCall() if current and event.name.startswith(EXTERNAL_PREFIX):
-                if event.name not in current.external_tools:
-                    current.external_tools.append(event.name)
+            case ToolCall() if current:
+                if event.name.startswith(EXTERNAL_PREFIX):
+                    if event.name not in current.external_tools:
+                        current.external_tools.append(event.name)
+                runs.called(event, current.unconfined)
+            case ToolResult():
+                runs.answered(event)
             case UncapturedChanges() if current:
                 current.not_captured += [p for p in event.paths if p not in current.not_captured]
+    runs.unanswered()
     return out
+
+
+def unconfined_since(events: Sequence[Event], seq: int) -> list[str]:
+    """What the turns at or after ``seq`` ran outside the sandbox (as
+    :attr:`Checkpoint.unconfined`): what it changed outside the workspace a
+    restore to ``seq`` leaves as it is."""
+    found: list[str] = []
+    runs = _Runs()
+    for event in events:
+        if event.seq < seq:
+            continue
+        match event:
+            case ToolCall():
+                runs.called(event, found)
+            case ToolResult():
+                runs.answered(event)
+    runs.unanswered()
+    return found
+
+
+def runs_something(call: ToolCall) -> str | None:
+    """How ``unconfined`` names a call that runs something the sandbox may confine
+    -- a command by its text, an MCP tool by its name; None for a tool that runs
+    nothing (the agent's own file tools)."""
+    if call.name.startswith(EXTERNAL_PREFIX):
+        return call.name
+    if call.name == COMMAND_TOOL:
+        command = call.arguments.get("command")
+        return command if isinstance(command, str) else call.name
+    return None
+
+
+class _Runs:
+    """Calls that run something, waiting for their result to say whether it ran
+    unconfined; a call with no result (a turn cut off, or still running) may have."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[str, list[str]]] = {}
+
+    def called(self, call: ToolCall, into: list[str]) -> None:
+        name = runs_something(call)
+        if name is not None:
+            self._open[call.call_id] = (name, into)
+
+    def answered(self, result: ToolResult) -> None:
+        name, into = self._open.pop(result.call_id, (None, None))
+        # None: not recorded (older logs, a cancelled call): it may have.
+        if name is not None and into is not None and result.unconfined is not False:
+            _add(into, name)
+
+    def unanswered(self) -> None:
+        for name, into in self._open.values():
+            _add(into, name)
+        self._open.clear()
+
+
+def _add(names: list[str], name: str) -> None:
+    if name not in names:
+        names.append(name)
 
 
 def earliest_changes(events: Sequence[Event], seq: int) -> dict[str, tuple[FileSnapshot, bool]]:

@@ -93,6 +93,11 @@ class ToolResult(Event):
     output: str
     is_error: bool = False
     item: dict[str, Any] | None = None
+    unconfined: bool | None = None
+    """Whether the call ran something outside the sandbox (a command under ``full``
+    or the user's way out, an MCP server not sandboxed): what it did outside the
+    workspace no restore can undo. None: not recorded (a log from before the
+    sandbox, a cancelled call), read as unconfined for a command or MCP tool."""
 
 
 @final
@@ -288,7 +293,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 converter = cattrs.Converter()
-_OMITTED_WHEN_NONE = ("item", "model", "conflicts", "context")
+_OMITTED_WHEN_NONE = ("item", "model", "conflicts", "context", "unconfined")
 
 
 def _unstructure_with_type(cls: type[Event]) -> Any:

@@ -29,7 +29,13 @@ import attrs
 from . import events as ev
 from .blobs import BlobStore, blob_id
 from .changes import turn_events
-from .checkpoints import check_checkpoint, last_restore, not_captured_since, pending_intent
+from .checkpoints import (
+    check_checkpoint,
+    last_restore,
+    not_captured_since,
+    pending_intent,
+    unconfined_since,
+)
 from .errors import (
     BlobCorrupt,
     BlobNotFound,
@@ -74,6 +80,9 @@ class RestoreResult:
     user, a formatter, another tool), before or while the restore ran."""
     not_captured: list[str] = attrs.field(factory=list)
     """Paths the later turns' commands changed without capture: not put back."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What the later turns ran outside the sandbox (commands, MCP tools): what
+    they changed outside the workspace stays (see :attr:`Checkpoint.unconfined`)."""
     unreverted_buffers: list[str] = attrs.field(factory=list)
     """Open editor buffers that could not be brought to their restored content."""
     not_restored: dict[str, str] = attrs.field(factory=dict)
@@ -125,6 +134,7 @@ async def restore_to(
     result.removed_events = hidden
     result.messages_removed = messages_after(events, seq) if conversation else 0
     result.not_captured = not_captured_since(events, seq) if files else []
+    result.unconfined = unconfined_since(events, seq) if files else []
     return result
 
 
@@ -152,6 +162,7 @@ async def preview_restore(
         checkpoint_at(events, seq),
         messages_after(events, seq) if conversation else 0,
         not_captured_since(events, seq) if files else [],
+        unconfined_since(events, seq) if files else [],
     )
 
 

@@ -127,6 +127,9 @@ class RestorePreview:
     checkpoint: Checkpoint
     not_captured: list[str] = attrs.field(factory=list)
     """Paths later commands changed without capture: the restore cannot put them back."""
+    unconfined: list[str] = attrs.field(factory=list)
+    """What later turns ran outside the sandbox: what it changed outside the
+    workspace the restore cannot undo."""
 
 
 async def preview(
@@ -136,6 +139,7 @@ async def preview(
     checkpoint: Checkpoint,
     messages_removed: int,
     not_captured: list[str],
+    unconfined: list[str] | None = None,
 ) -> RestorePreview:
     """The plan as a person reads it: per file the diff from now to what the
     restore writes, and for a conflict what the user changed."""
@@ -162,7 +166,7 @@ async def preview(
                 agent_text=agent_text,
             )
         )
-    return RestorePreview(files, messages_removed, checkpoint, not_captured)
+    return RestorePreview(files, messages_removed, checkpoint, not_captured, unconfined or [])
 
 
 def checkpoint_at(events: Sequence[ev.Event], seq: int) -> Checkpoint:

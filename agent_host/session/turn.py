@@ -282,7 +282,12 @@ class _Turn:
             )
         # Masked before it is logged, and so before the model or a client sees it.
         output = await mask_output(outcome.output)
-        result = ev.ToolResult(call_id=call.call_id, output=output, is_error=outcome.is_error)
+        result = ev.ToolResult(
+            call_id=call.call_id,
+            output=output,
+            is_error=outcome.is_error,
+            unconfined=outcome.unconfined,
+        )
         await self.state.append([result])
 
     def _protected(self, path: object) -> tuple[Path | None, str | None]:
@@ -311,7 +316,9 @@ class _Turn:
         assert self.settings.mcp is not None
         work = self.settings.mcp.call(call.name, call.arguments, self._report)
         text, is_error = await (self._captured(work) if self.settings.index else work)
-        return ToolOutcome(text, is_error=is_error)
+        # Asked after the call: a server restarted for it is the one that ran it.
+        confined = self.settings.mcp.confined(call.name)
+        return ToolOutcome(text, is_error=is_error, unconfined=not confined)
 
     async def _captured(self, work: Awaitable[T]) -> T:
         """``work``, with what it changed in the workspace logged.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import acp
 import pytest
 
+from agent_host.service.text import shorten
 from agent_host.session.sandbox import mechanism
 
 from .conftest import new_session, results, say
@@ -98,3 +99,44 @@ async def test_a_bad_sandbox_in_meta_is_invalid_params_naming_the_field(spawn, w
     assert str(bad.value) == (
         '_meta["agent-host"].sandbox.limits.processes: must be a positive integer or null'
     )
+
+
+async def test_rewind_warns_of_outside_changes_only_past_an_unconfined_run(
+    spawn, workspace, outside
+):
+    target = outside / "escaped.txt"
+    escape = f"echo out > {target}"
+    steps = [run("echo b > b.txt"), {"text": "made b"}, run(escape), {"text": "wrote"}]
+    steps += [run("echo c > c.txt"), {"text": "made c"}]
+    async with spawn(steps, "--approval", "auto") as (conn, client):
+        client.answer = "allow_once"
+        sid = await new_session(conn, workspace)
+        await say(conn, sid, "make b")
+        await say(conn, sid, "write outside")
+        client.updates.clear()
+        await say(conn, sid, "/checkpoints")
+        listing = client.text(sid)
+        client.updates.clear()
+        await say(conn, sid, "/rewind -1 --preview")
+        previewed = client.text(sid)
+        client.updates.clear()
+        await say(conn, sid, "/rewind -1")
+        rewound = client.text(sid)
+
+        confined = await new_session(conn, workspace)
+        await say(conn, confined, "make c")
+        client.updates.clear()
+        await say(conn, confined, "/rewind -1")
+        rewound_confined = client.text(confined)
+
+    assert target.read_text() == "out\n"  # what the way out did outside stays
+    made_b, wrote = [line for line in listing.splitlines() if line.startswith("- ")]
+    assert "without the sandbox" not in made_b
+    named = shorten(escape, 60)  # a command is named on one short line
+    assert wrote.endswith(f"ran without the sandbox: `{named}`")
+    warning = f"Ran without the sandbox: `{named}`; what they changed outside the workspace"
+    assert f"{warning} would not be undone." in previewed
+    assert f"{warning} were not undone." in rewound
+    assert "Rewound to just before 'make c'" in rewound_confined
+    assert not (workspace / "c.txt").exists()
+    assert "sandbox" not in rewound_confined

@@ -85,3 +85,20 @@ def test_command_changed_and_not_captured_paths_are_marked(conflicts):
         "  · 2 paths changed through commands but were not captured (ignored, or over the size"
         " cap), so they were not restored: node_modules/x.js, big.bin",
     ]
+
+
+def test_what_ran_without_the_sandbox_is_marked_and_warned_of_on_restore(conflicts):
+    assert conflicts["label_unconfined"] == (
+        "3 · install it  2026-01-01 10:00 "
+        "[by commands: gen.txt; MCP tools: mcp__fs__write_file; without the sandbox: make install]"
+    )
+    # everything confined: the MCP tool is listed, no outside changes are
+    assert conflicts["label_confined_mcp"] == (
+        "4 · write with mcp  2026-01-01 10:00 [MCP tools: mcp__fs__write_file]"
+    )
+    notes = conflicts["unconfined_notes"]
+    assert [n["text"] for n in notes] == [
+        "⟲ restored to just before 3: 1 file (gen.txt)",
+        "  ! ran without the sandbox: make install; what they changed outside the workspace"
+        " was not undone",
+    ]

@@ -248,10 +248,12 @@ async def test_checkpoints_restore_and_undo(agents, workspace):
             "fromCommands",
             "notCaptured",
             "externalTools",
+            "unconfined",
             "ordinal",
             "label",
         }
         assert "T" in checkpoint["createdAt"]  # ISO 8601
+        assert checkpoint["unconfined"] == []  # the file tools run nothing
     assert [(c["ordinal"], c["label"]) for c in found] == [
         (1, "1 · just talk"),
         (2, "2 · write two"),

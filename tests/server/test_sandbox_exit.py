@@ -23,6 +23,16 @@ def tool_outputs(client) -> list[str]:
     return [e["data"]["output"] for e in client.events if e["kind"] == "tool_result"]
 
 
+async def unconfined(client) -> tuple[list[bool], list[list[str]]]:
+    """Per tool result, whether it ran unconfined; per checkpoint, what ran so."""
+    results = [e for e in client.events if e["kind"] == "tool_result"]
+    listed = await request(client, "session/checkpoints", {"sessionId": results[0]["sessionId"]})
+    return (
+        [e["data"]["unconfined"] for e in results],
+        [c["unconfined"] for c in listed["checkpoints"]],
+    )
+
+
 @pytest.fixture
 def outside(tmp_path):
     folder = tmp_path / "outside"
@@ -45,6 +55,7 @@ async def test_an_approved_command_runs_again_without_the_sandbox(agents, outsid
     (output,) = tool_outputs(client)
     assert "Read-only file system" in output  # the first, confined run
     assert "the user approved running it without the sandbox" in output
+    assert await unconfined(client) == ([True], [[f"echo out > {target}"]])
 
 
 async def test_a_rejected_command_stays_stopped_and_the_model_is_told(agents, outside):
@@ -60,6 +71,7 @@ async def test_a_rejected_command_stays_stopped_and_the_model_is_told(agents, ou
     (output,) = tool_outputs(client)
     assert "[the sandbox stopped this command:" in output
     assert "did not approve running it without the sandbox" in output
+    assert await unconfined(client) == ([False], [[]])  # only the confined run ran
 
 
 async def test_always_runs_that_command_unconfined_without_asking_again(agents, outside):
@@ -95,6 +107,7 @@ async def test_the_sandbox_option_full_runs_commands_unconfined(agents, outside)
     )
     await request(client, "session/send", {"prompt": "write outside"})
     assert target.read_text() == "out\n" and not client.permission_requests
+    assert await unconfined(client) == ([True], [[f"echo out > {target}"]])
 
 
 async def test_a_bad_sandbox_option_is_refused_naming_the_field(agents):

@@ -43,6 +43,7 @@ from pygls.exceptions import JsonRpcException
 
 from agent_host.acp import errors as acp_errors
 from agent_host.server import protocol as lsp_protocol
+from agent_host.session.sandbox import mechanism
 from tests.acp.conftest import RecordingClient
 from tests.server.conftest import request, start_agent, stop_agent, wait_until
 from tests.session.mcp.conftest import APP
@@ -173,8 +174,11 @@ class AcpFrontEnd:
 
 
 @asynccontextmanager
-async def lsp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterator[FrontEnd]:
-    client = await start_agent(root=workspace, store=store, model=model)
+async def lsp_front_end(
+    workspace: Path, store: Path, model: str, sandbox: str | None
+) -> AsyncIterator[FrontEnd]:
+    options = {"sandbox": sandbox} if sandbox else None
+    client = await start_agent(root=workspace, store=store, model=model, options=options)
     try:
         yield LspFrontEnd(client)
     finally:
@@ -182,8 +186,12 @@ async def lsp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterat
 
 
 @asynccontextmanager
-async def acp_front_end(workspace: Path, store: Path, model: str) -> AsyncIterator[FrontEnd]:
+async def acp_front_end(
+    workspace: Path, store: Path, model: str, sandbox: str | None
+) -> AsyncIterator[FrontEnd]:
     command = ["-m", "agent_host", "acp", "--model", model, "--store", str(store)]
+    if sandbox:
+        command += ["--sandbox", sandbox]
     client = RecordingClient()
     async with acp.spawn_agent_process(
         client,
@@ -224,6 +232,8 @@ class Scenario:
     name: str
     steps: list[dict[str, Any]]
     run: Run
+    sandbox: str | None = None
+    """The sandbox policy both servers run under (None: the default)."""
 
 
 def comparable(checkpoints: Any) -> Any:
@@ -269,6 +279,8 @@ async def checkpoints_of_a_command(fe: FrontEnd, ws: Path) -> dict[str, Any]:
     assert listed[0]["notCaptured"] == ["node_modules/"], listed
     restored = await fe.call("restore", {"sessionId": sid, "seq": listed[0]["seq"]})
     assert restored["notCaptured"] == ["node_modules/"], restored
+    if mechanism().available:  # it ran in the sandbox: nothing outside can have changed
+        assert listed[0]["unconfined"] == [] == restored["unconfined"], (listed, restored)
     return {
         "turn": turn,
         "checkpoints": listed,
@@ -284,7 +296,41 @@ async def checkpoints_of_an_mcp_tool(fe: FrontEnd, ws: Path) -> dict[str, Any]:
     turn = await fe.send(sid, "echo")
     listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
     assert listed[0]["externalTools"] == ["mcp__t__echo"], listed
+    if mechanism().available:  # its server runs in the sandbox
+        assert listed[0]["unconfined"] == [], listed
     return {"turn": turn, "checkpoints": listed}
+
+
+OUTSIDE = "echo out > ../outside.txt"
+"""A write the sandbox stops (the workspace's parent is not writable), which both
+test clients let run again without it."""
+
+
+async def unconfined_runs(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    # unconfined: what a turn ran outside the sandbox -- here the way out, approved.
+    sid = await fe.new()
+    turns = [await fe.send(sid, "make b"), await fe.send(sid, "write outside")]
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert [c["unconfined"] for c in listed] == [[], [OUTSIDE]], listed
+    assert (ws.parent / "outside.txt").read_text() == "out\n"
+    first, second = listed[0]["seq"], listed[1]["seq"]
+    preview = await fe.call("restore", {"sessionId": sid, "seq": first, "dryRun": True})
+    preview["preview"]["checkpoint"].pop("createdAt")
+    assert preview["preview"]["unconfined"] == [OUTSIDE], preview
+    restored = await fe.call("restore", {"sessionId": sid, "seq": second})
+    assert restored["unconfined"] == [OUTSIDE], restored
+    return {"turns": turns, "checkpoints": listed, "preview": preview, "restored": restored}
+
+
+async def unconfined_under_full(fe: FrontEnd, ws: Path) -> dict[str, Any]:
+    # unconfined under the full policy: every command is named.
+    sid = await fe.new()
+    turn = await fe.send(sid, "make b")
+    listed = comparable(await fe.call("checkpoints", {"sessionId": sid}))
+    assert listed[0]["unconfined"] == ["echo b > b.txt"], listed
+    restored = await fe.call("restore", {"sessionId": sid, "seq": listed[0]["seq"]})
+    assert restored["unconfined"] == ["echo b > b.txt"], restored
+    return {"turn": turn, "checkpoints": listed, "restored": restored}
 
 
 async def restore_then_undo(fe: FrontEnd, ws: Path) -> dict[str, Any]:
@@ -499,6 +545,11 @@ async def revert_files(fe: FrontEnd, ws: Path) -> dict[str, Any]:
 
 MAKE_B = "echo b > b.txt; mkdir -p node_modules/p; echo x > node_modules/p/i.js"
 
+
+def run(command: str) -> dict[str, Any]:
+    return {"name": "run_command", "arguments": {"command": command}}
+
+
 SCENARIOS = [
     Scenario("send_with_a_tool_call", TWO_EDITS, send_with_a_tool_call),
     Scenario("checkpoints", TWO_EDITS, checkpoints_of_two_turns),
@@ -517,6 +568,26 @@ SCENARIOS = [
             {"text": "Echoed."},
         ],
         checkpoints_of_an_mcp_tool,
+    ),
+    pytest.param(
+        Scenario(
+            "unconfined_runs",
+            [
+                {"tool_calls": [run("echo b > b.txt")]},
+                {"text": "Made b."},
+                {"tool_calls": [run(OUTSIDE)]},
+                {"text": "Wrote outside."},
+            ],
+            unconfined_runs,
+        ),
+        marks=pytest.mark.skipif(not mechanism().available, reason="no sandbox here"),
+        id="unconfined_runs",
+    ),
+    Scenario(
+        "unconfined_under_full",
+        [{"tool_calls": [run("echo b > b.txt")]}, {"text": "Made b."}],
+        unconfined_under_full,
+        sandbox="full",
     ),
     Scenario("restore_then_undo", TWO_EDITS, restore_then_undo),
     Scenario("restore_with_a_conflict", TWO_EDITS, restore_with_a_conflict),
@@ -553,7 +624,8 @@ async def observe(front_end: str, scenario: Scenario, tmp_path: Path) -> dict[st
     (workspace / "a.py").write_text("print('a')\n")
     script = home / "script.json"
     script.write_text(json.dumps({"steps": scenario.steps}))
-    async with FRONT_ENDS[front_end](workspace, home / "store", f"scripted:{script}") as fe:
+    model = f"scripted:{script}"
+    async with FRONT_ENDS[front_end](workspace, home / "store", model, scenario.sandbox) as fe:
         return await scenario.run(fe, workspace)
 
 

@@ -63,6 +63,10 @@ class McpConnection:
         self.tools_changed = False
         self._own_sandbox: Sandbox | None = None
         """The sandbox of a server configured with its own (its temp goes with it)."""
+        self.confined = False
+        """Its process runs in a sandbox (a stdio server under a confining policy);
+        False for one that is not, and for a remote (HTTP) server, which runs
+        wherever it runs."""
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()  # the session is published, or the owner ended
         self._ending = asyncio.Event()  # close() was called, or the server went away
@@ -276,6 +280,7 @@ class McpConnection:
         cwd = Path(self.config.cwd or os.getcwd())
         roots = list(current_roots.get()) or [cwd]
         launch = chosen.launch([found, *args], roots=roots, cwd=cwd, env=env, preexec=False)
+        self.confined = launch.confined
         return launch.argv[0], launch.argv[1:], launch.env
 
     async def _on_message(self, message: object) -> None:

@@ -96,6 +96,13 @@ class McpServers:
                 return tool
         return None
 
+    def confined(self, qualified: str) -> bool:
+        """Whether the server of the tool the model calls ``qualified`` runs in a
+        sandbox now (False when it is not running: nothing to vouch for)."""
+        tool = self.find(qualified)
+        conn = self._running.get(tool.server) if tool is not None else None
+        return conn is not None and conn.confined
+
     async def call(
         self, qualified: str, arguments: dict[str, Any], report: Report | None = None
     ) -> tuple[str, bool]:

@@ -29,7 +29,7 @@ async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     result = await _run(ctx, command, timeout)
     denial = result.sandbox_denial
     if denial is None:
-        return _outcome(result, timeout)
+        return _outcome(result, timeout)  # confined, or unconfined by the policy
     stopped = f"[the sandbox stopped this command: {denial}]"
     if escape is None or not await escape.ask(command, denial):
         first = _outcome(result, timeout)
@@ -38,6 +38,7 @@ async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
             "sandbox. Do not retry it as it is: work in the session's folders and $TMPDIR, "
             "without the network, or ask the user]",
             is_error=True,
+            unconfined=first.unconfined,
         )
     with unconfined():
         again = await _run(ctx, command, timeout)
@@ -71,4 +72,6 @@ def _outcome(result: CommandResult, timeout: float, before: str | None = None) -
     if before:
         text = f"{before}\n{text}"
     # A failing command is reported as an error result, but its output is all there.
-    return ToolOutcome(text, is_error=result.timed_out or result.exit_code != 0)
+    return ToolOutcome(
+        text, is_error=result.timed_out or result.exit_code != 0, unconfined=not result.sandboxed
+    )

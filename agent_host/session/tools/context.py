@@ -45,6 +45,8 @@ class SandboxExit(Protocol):
 class ToolOutcome:
     output: str
     is_error: bool = False
+    unconfined: bool = False
+    """It ran something outside the sandbox (see :class:`~..events.ToolResult`)."""
 
 
 def display_path(ctx: ToolContext, path: str) -> str:

@@ -7,7 +7,7 @@ import { AgentApi, AgentError, type RpcEndpoint } from '../src/protocol/api';
 import { MemoryEditor, applyTextEdits, offsetAt, wholeRange } from '../src/protocol/edits';
 import { errorName } from '../src/protocol/methods';
 import { proposedContent, pyReplace } from '../src/protocol/proposal';
-import { checkpointDetail, conflictsText, listPaths, notCapturedText } from '../src/protocol/restoreText';
+import { checkpointDetail, conflictsText, listPaths, notCapturedText, outsideChangesText } from '../src/protocol/restoreText';
 import { expandHome, initializationOptions, resolveServerCommand } from '../src/protocol/server';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -447,9 +447,27 @@ describe('restore texts', () => {
             checkpointDetail({ ...checkpoint, files: [], notCaptured: ['big.bin'] }),
             'no files changed · not captured (a restore leaves them): big.bin',
         );
+        // Before the sandbox, servers sent no `unconfined`: every MCP tool may have reached outside.
         assert.equal(
             checkpointDetail({ ...checkpoint, files: ['out.txt'], fromCommands: ['out.txt'], externalTools: ['mcp__fs__write_file'] }),
-            'changed by commands: out.txt · used MCP tools (what they did outside the workspace stays): mcp__fs__write_file',
+            'changed by commands: out.txt · used MCP tools: mcp__fs__write_file · ran without the sandbox (what it did outside the workspace stays): mcp__fs__write_file',
+        );
+        // Everything confined: no warning of outside changes.
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: ['out.txt'], fromCommands: ['out.txt'], externalTools: ['mcp__fs__write_file'], unconfined: [] }),
+            'changed by commands: out.txt · used MCP tools: mcp__fs__write_file',
+        );
+        assert.equal(
+            checkpointDetail({ ...checkpoint, files: ['out.txt'], fromCommands: ['out.txt'], unconfined: ['make install'] }),
+            'changed by commands: out.txt · ran without the sandbox (what it did outside the workspace stays): make install',
+        );
+    });
+
+    test('a restore warns of outside changes only past what ran without the sandbox', () => {
+        assert.equal(outsideChangesText([]), '');
+        assert.equal(
+            outsideChangesText(['make install', 'mcp__fs__write_file']),
+            'ran without the sandbox: make install, mcp__fs__write_file; what they changed outside the workspace was not undone',
         );
     });
 

@@ -92,6 +92,32 @@ H.record("label", checkpoints.checkpoint_label({
   fromCommands = { "gen.txt" },
   notCaptured = { "node_modules/x.js" },
 }))
+H.record("label_unconfined", checkpoints.checkpoint_label({
+  seq = 6,
+  ordinal = 3,
+  prompt = "install it",
+  createdAt = "2026-01-01T10:00:00Z",
+  files = { "gen.txt" },
+  fromCommands = { "gen.txt" },
+  externalTools = { "mcp__fs__write_file" },
+  unconfined = { "make install" },
+}))
+H.record("label_confined_mcp", checkpoints.checkpoint_label({
+  seq = 8,
+  ordinal = 4,
+  prompt = "write with mcp",
+  createdAt = "2026-01-01T10:00:00Z",
+  files = {},
+  externalTools = { "mcp__fs__write_file" },
+  unconfined = {},
+}))
+H.record("unconfined_notes", checkpoints.restore_notes("restored to just before 3", {
+  restoredFiles = { "gen.txt" },
+  removedEvents = 4,
+  conflicts = {},
+  notCaptured = {},
+  unconfined = { "make install" },
+}, "the agent last wrote", "unused"))
 H.record("not_captured_notes", checkpoints.restore_notes("restored to just before 2 (files only)", {
   restoredFiles = { "gen.txt" },
   removedEvents = 0,

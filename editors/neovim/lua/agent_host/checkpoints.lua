@@ -45,6 +45,12 @@ local function checkpoint_files(c)
   if c.externalTools and #c.externalTools > 0 then
     table.insert(parts, "MCP tools: " .. list_paths(c.externalTools))
   end
+  -- What ran outside the sandbox (only then can anything outside the workspace
+  -- have changed); a server from before the sandbox sends none: every MCP tool may have.
+  local unconfined = c.unconfined or c.externalTools or {}
+  if #unconfined > 0 then
+    table.insert(parts, "without the sandbox: " .. list_paths(unconfined))
+  end
   return #parts > 0 and (" [" .. table.concat(parts, "; ") .. "]") or ""
 end
 
@@ -195,7 +201,8 @@ end
 --- The notes of a restore's or undo's result, as { text, hl, level } (level:
 --- for vim.notify): what it did, then the open buffers it could not bring back,
 --- the files it left as they are (conflicts; `hint` says how to overwrite them)
---- and what commands changed that it could not put back (notCaptured).
+--- what commands changed that it could not put back (notCaptured), and what ran
+--- without the sandbox, whose changes outside the workspace stay (unconfined).
 function M.restore_notes(verb, result, since, hint, counted)
   local files = result.restoredFiles or {}
   local notes = {
@@ -249,6 +256,18 @@ function M.restore_notes(verb, result, since, hint, counted)
       ),
       hl = "AgentHostNote",
       level = vim.log.levels.INFO,
+    })
+  end
+  local unconfined = result.unconfined or {}
+  if #unconfined > 0 then
+    local shown = vim.tbl_map(function(u)
+      return compat.truncate((u:gsub("%s+", " ")), 60)
+    end, unconfined)
+    table.insert(notes, {
+      text = "  ! ran without the sandbox: " .. list_paths(shown)
+        .. "; what they changed outside the workspace was not undone",
+      hl = "AgentHostWarn",
+      level = vim.log.levels.WARN,
     })
   end
   return notes

@@ -33,7 +33,9 @@ export function countText(n: number, noun: string, plural = `${noun}s`): string 
 }
 
 /** The checkpoint picker's detail: the files the turn changed, those a command
- * changed apart, then what commands changed that a restore cannot put back. */
+ * changed apart, then what commands changed that a restore cannot put back, the
+ * MCP tools called, and what ran outside the sandbox (only then can something
+ * outside the workspace have changed, which no restore undoes). */
 export function checkpointDetail(c: CheckpointInfo): string {
     const byCommands = new Set(c.fromCommands ?? []);
     const byTools = c.files.filter((f) => !byCommands.has(f));
@@ -54,7 +56,12 @@ export function checkpointDetail(c: CheckpointInfo): string {
     }
     const external = c.externalTools ?? [];
     if (external.length) {
-        parts.push(`used MCP tools (what they did outside the workspace stays): ${listPaths(external)}`);
+        parts.push(`used MCP tools: ${listPaths(external)}`);
+    }
+    // A server from before the sandbox sends no `unconfined`: every MCP tool may have.
+    const unconfined = c.unconfined ?? external;
+    if (unconfined.length) {
+        parts.push(`ran without the sandbox (what it did outside the workspace stays): ${listPaths(unconfined)}`);
     }
     return parts.join(' · ');
 }
@@ -72,4 +79,13 @@ export function notCapturedText(paths: readonly string[]): string {
     return paths.length === 1
         ? `1 path changed through commands but was not captured (ignored, or over the size cap), so it was not restored: ${paths[0]}`
         : `${paths.length} paths changed through commands but were not captured (ignored, or over the size cap), so they were not restored: ${listPaths(paths)}`;
+}
+
+/** The warning of a restore past commands or MCP tools that ran without the
+ * sandbox: what they changed outside the workspace stays ('' when none did). */
+export function outsideChangesText(unconfined: readonly string[]): string {
+    if (!unconfined.length) {
+        return '';
+    }
+    return `ran without the sandbox: ${listPaths(unconfined.map((u) => u.split('\n')[0].slice(0, 60)))}; what they changed outside the workspace was not undone`;
 }

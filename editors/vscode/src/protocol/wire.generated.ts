@@ -278,9 +278,18 @@ export interface CheckpointInfo {
     notCaptured?: string[];
     /**
      * MCP tools the turn called: their changes inside the workspace are in
-     * `files`; what they did elsewhere no restore can undo.
+     * `files`.
      */
     externalTools?: string[];
+    /**
+     * What the turn ran outside the sandbox (a command's text, an MCP tool's
+     * name): under the `full` policy, by the user's leave after the sandbox stopped
+     * it, or an MCP server not sandboxed. What it changed outside the workspace no
+     * restore can undo. Empty: everything ran confined, so nothing outside the
+     * places the sandbox lets it write can have changed. Sessions logged before the
+     * sandbox name every command and MCP tool.
+     */
+    unconfined?: string[];
     /**
      * 1 for the session's first prompt, 2 for the next ...: what a person calls it
      * (seq is what the methods take).
@@ -327,6 +336,11 @@ export interface RestoreResult {
      */
     notCaptured?: string[];
     /**
+     * What the later turns ran outside the sandbox (commands, MCP tools): what it
+     * changed outside the workspace was not undone (as `CheckpointInfo.unconfined`).
+     */
+    unconfined?: string[];
+    /**
      * Files the editor did not write (it refused or failed; ACP clients, which
      * write the files), each with its reason: left as they are.
      */
@@ -348,6 +362,11 @@ export interface RestorePreview {
     checkpoint: CheckpointInfo;
     /** Paths later commands changed without capture: no restore puts them back. */
     notCaptured?: string[];
+    /**
+     * What later turns ran outside the sandbox: what it changed outside the
+     * workspace the restore leaves as it is.
+     */
+    unconfined?: string[];
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 
 import * as vscode from 'vscode';
-import { conflictsText, listPaths, notCapturedText } from '../protocol/restoreText';
+import { conflictsText, listPaths, notCapturedText, outsideChangesText } from '../protocol/restoreText';
 import type { CheckpointInfo, RestoreParams, RestoreResult } from '../protocol/types';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { errorText } from './errors';
@@ -112,6 +112,10 @@ export class CheckpointCommands {
         }
         if (notCaptured.length) {
             transcript.info(`${notCapturedText(notCaptured)}.`, 'warning');
+        }
+        const outside = outsideChangesText(result.unconfined ?? []);
+        if (outside) {
+            transcript.info(`${upperFirst(outside)}.`, 'warning');
         }
         this.ui.render();
         this.reportUnreverted(result.unrevertedBuffers ?? []);
