@@ -33,6 +33,9 @@ async def test_initialize_advertises_what_the_agent_does(spawn):
     assert caps.field_meta["agent-host"]["methods"] == [
         "_agent-host/checkpoints",
         "_agent-host/restore",
+        "_agent-host/restorePreview",
+        "_agent-host/changes",
+        "_agent-host/revertFiles",
         "_agent-host/undoRestore",
         "_agent-host/compact",
         "_agent-host/fork",
