@@ -1,11 +1,14 @@
 """The file store's resume snapshots (see session.resume_snapshot), and a long
 log's last events read from its end, for a process that has not read the log.
 
-``snapshots/<id>.snap`` holds the seq it was taken at on its first line, then the
-snapshot. It is written to a temporary file and renamed over the last one, not
-synced: it is a cache of a fold of the log, and the reader checks it (its own
-checksums, and the log's event at that seq), so a crash that leaves the old one,
-none, or a damaged one costs a fold of the log, never a wrong resume.
+``snapshots/<id>.snap`` holds the seq it was taken at and the snapshot's length
+on its first line (only the seq: written before segments were), then the
+snapshot, then its segments, appended to the file in order. It is written whole
+to a temporary file and renamed over the last one (which drops the segments in
+the same step), not synced: it is a cache of a fold of the log, and the reader
+checks it (its own checksums, and the log's event at that seq), so a crash that
+leaves the old one, none, a damaged one, or a torn last segment costs a fold of
+the log (or of what followed the last whole segment), never a wrong resume.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..events import Event
 from . import framing, log_file
 
 _FIRST_READ = 1 << 16
+_FIRST_LINE = 48
+_SEGMENT_LINE = 64
 
 
 def write(path: str, head: int, data: bytes) -> None:
@@ -28,7 +33,7 @@ def write(path: str, head: int, data: bytes) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(b"%d\n" % head)
+            out.write(b"%d %d\n" % (head, len(data)))
             out.write(data)
         os.replace(tmp, path)
     except BaseException:
@@ -39,22 +44,64 @@ def write(path: str, head: int, data: bytes) -> None:
         raise
 
 
-def read(path: str, limit: int | None = None) -> tuple[int, bytes] | None:
-    """The seq a snapshot was taken at and the snapshot (its first ``limit`` bytes);
-    None if there is none or its first line is damaged (the snapshot's own checks
-    catch the rest)."""
+def _first_line(data: bytes) -> tuple[int, int | None, int] | None:
+    """The seq, the snapshot's length (None: a file of before segments) and where
+    the snapshot starts; None if the line is damaged."""
+    newline = data.find(b"\n", 0, _FIRST_LINE)
+    fields = data[: max(newline, 0)].split(b" ")
     try:
-        with open(path, "rb") as f:
-            data = f.read(-1 if limit is None else limit + 24)
-    except FileNotFoundError:
-        return None
-    newline = data.find(b"\n", 0, 24)
-    try:
-        head = int(data[:newline])
+        head = int(fields[0])
+        size = int(fields[1]) if len(fields) == 2 else None
     except ValueError:
         return None
-    end = None if limit is None else newline + 1 + limit
-    return head, data[newline + 1 : end]
+    return (head, size, newline + 1) if newline > 0 and len(fields) <= 2 else None
+
+
+def read(path: str, limit: int | None = None) -> tuple[int, bytes] | None:
+    """The seq a snapshot was taken at and the snapshot followed by its segments
+    (only its first ``limit`` bytes, if given); None if there is none or its first
+    line is damaged (the snapshot's own checks catch the rest)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(-1 if limit is None else limit + _FIRST_LINE)
+    except FileNotFoundError:
+        return None
+    first = _first_line(data)
+    if first is None:
+        return None
+    head, _, start = first
+    end = None if limit is None else start + limit
+    return head, data[start:end]
+
+
+def append(path: str, data: bytes) -> tuple[int, int, int] | None:
+    """Append a segment after the snapshot and its segments: how many segments
+    there are then, their bytes and the snapshot's; None (nothing appended) when
+    there is no snapshot, or one written before segments were."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        first = _first_line(os.pread(fd, _FIRST_LINE, 0))
+        if first is None or first[1] is None:
+            return None
+        _, size, start = first
+        at, end, count = start + size, os.fstat(fd).st_size, 0
+        # Hop from segment to segment by their first lines: a few small reads.
+        while at < end:
+            line = os.pread(fd, _SEGMENT_LINE, at)
+            newline = line.find(b"\n")
+            fields = line[: max(newline, 0)].split(b" ")
+            if newline < 0 or len(fields) != 3 or not fields[2].isdigit():
+                return None  # a torn segment: what follows it would never be read
+            at, count = at + newline + 1 + int(fields[2]), count + 1
+        if at != end:
+            return None
+        os.write(fd, data)
+        return count + 1, end - (start + size) + len(data), size
+    finally:
+        os.close(fd)
 
 
 def tail_records(
