@@ -684,3 +684,6 @@ async def test_blobs_read_back_whatever_their_content(store):
 
 # The session-id checks, so every suite that imports these runs them too.
 from agent_host.session.store.conformance_ids import *  # noqa: E402, F403
+
+# The resume-snapshot checks (segments, folds, crashes between): the same.
+from agent_host.session.store.conformance_snapshots import *  # noqa: E402, F403

@@ -3,12 +3,14 @@ log's last events read from its end, for a process that has not read the log.
 
 ``snapshots/<id>.snap`` holds the seq it was taken at and the snapshot's length
 on its first line (only the seq: written before segments were), then the
-snapshot, then its segments, appended to the file in order. It is written whole
+snapshot, then its segments, appended to the file in order, each after a line of
+its length. It is written whole
 to a temporary file and renamed over the last one (which drops the segments in
 the same step), not synced: it is a cache of a fold of the log, and the reader
 checks it (its own checksums, and the log's event at that seq), so a crash that
-leaves the old one, none, a damaged one, or a torn last segment costs a fold of
-the log (or of what followed the last whole segment), never a wrong resume.
+leaves the old one, none, or a damaged one costs a fold of the log, never a wrong
+resume; a torn last segment is left out (the log after the one before it is
+folded on top), and the next segment appended writes the snapshot whole instead.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from . import framing, log_file
 
 _FIRST_READ = 1 << 16
 _FIRST_LINE = 48
-_SEGMENT_LINE = 64
 
 
 def write(path: str, head: int, data: bytes) -> None:
@@ -58,9 +59,9 @@ def _first_line(data: bytes) -> tuple[int, int | None, int] | None:
 
 
 def read(path: str, limit: int | None = None) -> tuple[int, bytes] | None:
-    """The seq a snapshot was taken at and the snapshot followed by its segments
-    (only its first ``limit`` bytes, if given); None if there is none or its first
-    line is damaged (the snapshot's own checks catch the rest)."""
+    """The seq a snapshot was taken at and the snapshot followed by its whole
+    segments (only its first ``limit`` bytes, if given); None if there is none or
+    its first line is damaged (the snapshot's own checks catch the rest)."""
     try:
         with open(path, "rb") as f:
             data = f.read(-1 if limit is None else limit + _FIRST_LINE)
@@ -69,15 +70,32 @@ def read(path: str, limit: int | None = None) -> tuple[int, bytes] | None:
     first = _first_line(data)
     if first is None:
         return None
-    head, _, start = first
-    end = None if limit is None else start + limit
-    return head, data[start:end]
+    head, size, start = first
+    if limit is not None:
+        return head, data[start : start + limit]
+    if size is None:
+        return head, data[start:]
+    parts, at = [data[start : start + size]], start + size
+    while (found := _segment_at(data, at)) is not None:
+        parts.append(data[found[0] : found[1]])
+        at = found[1]
+    return head, b"".join(parts)
+
+
+def _segment_at(data: bytes, at: int) -> tuple[int, int] | None:
+    """Where the segment framed at ``at`` starts and ends; None if none is whole there."""
+    newline = data.find(b"\n", at, at + 24)
+    if newline < 0 or not data[at:newline].isdigit():
+        return None
+    end = newline + 1 + int(data[at:newline])
+    return (newline + 1, end) if end <= len(data) else None
 
 
 def append(path: str, data: bytes) -> tuple[int, int, int] | None:
     """Append a segment after the snapshot and its segments: how many segments
     there are then, their bytes and the snapshot's; None (nothing appended) when
-    there is no snapshot, or one written before segments were."""
+    there is no snapshot, one written before segments were, or a torn segment
+    last (one after it would never be read)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -87,19 +105,19 @@ def append(path: str, data: bytes) -> tuple[int, int, int] | None:
         if first is None or first[1] is None:
             return None
         _, size, start = first
-        at, end, count = start + size, os.fstat(fd).st_size, 0
-        # Hop from segment to segment by their first lines: a few small reads.
+        at, end, count, total = start + size, os.fstat(fd).st_size, 0, 0
+        # Hop from segment to segment by their length lines: a few small reads.
         while at < end:
-            line = os.pread(fd, _SEGMENT_LINE, at)
+            line = os.pread(fd, 24, at)
             newline = line.find(b"\n")
-            fields = line[: max(newline, 0)].split(b" ")
-            if newline < 0 or len(fields) != 3 or not fields[2].isdigit():
-                return None  # a torn segment: what follows it would never be read
-            at, count = at + newline + 1 + int(fields[2]), count + 1
+            if newline <= 0 or not line[:newline].isdigit():
+                return None
+            length = int(line[:newline])
+            at, count, total = at + newline + 1 + length, count + 1, total + length
         if at != end:
             return None
-        os.write(fd, data)
-        return count + 1, end - (start + size) + len(data), size
+        os.write(fd, b"%d\n%s" % (len(data), data))
+        return count + 1, total + len(data), size
     finally:
         os.close(fd)
 
