@@ -63,7 +63,10 @@ _SEGMENT = b"AHG1 "
 MAX_SEGMENTS = 64
 """Segments kept before the snapshot is written whole again."""
 SEGMENTS_SHARE = 4
-"""Folded once the segments together exceed 1/SEGMENTS_SHARE of the snapshot."""
+"""Folded once the segments together exceed 1/SEGMENTS_SHARE of the snapshot..."""
+SEGMENTS_FLOOR = 256 << 10
+"""... and this many bytes (a small snapshot costs little to write whole, but a
+turn's segment is often larger than it: it would be folded at every turn end)."""
 log = logging.getLogger(__name__)
 
 
@@ -414,4 +417,4 @@ async def save_segment(store: Any, session_id: str, segment: Segment) -> bool | 
     if piled is None:
         return False
     count, size, base = piled
-    return count <= MAX_SEGMENTS and size * SEGMENTS_SHARE <= base
+    return count <= MAX_SEGMENTS and size <= max(base // SEGMENTS_SHARE, SEGMENTS_FLOOR)

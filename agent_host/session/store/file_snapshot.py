@@ -116,7 +116,7 @@ def append(path: str, data: bytes) -> tuple[int, int, int] | None:
             at, count, total = at + newline + 1 + length, count + 1, total + length
         if at != end:
             return None
-        os.write(fd, b"%d\n%s" % (len(data), data))
+        os.pwrite(fd, b"%d\n%s" % (len(data), data), end)  # O_APPEND: at the end
         return count + 1, total + len(data), size
     finally:
         os.close(fd)

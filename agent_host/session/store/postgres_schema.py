@@ -193,7 +193,7 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
     $body$
     """,
     ),
-    # 8: the segments appended after a resume snapshot (session.resume_snapshot),
+    # 6: the segments appended after a resume snapshot (session.resume_snapshot),
     # in order; writing the snapshot whole drops them.
     """
     CREATE TABLE {s}.snapshot_segments (
