@@ -102,9 +102,11 @@ def append(path: str, data: bytes) -> tuple[int, int, int] | None:
         return None
     try:
         first = _first_line(os.pread(fd, _FIRST_LINE, 0))
-        if first is None or first[1] is None:
+        if first is None:
             return None
         _, size, start = first
+        if size is None:
+            return None
         at, end, count, total = start + size, os.fstat(fd).st_size, 0, 0
         # Hop from segment to segment by their length lines: a few small reads.
         while at < end:
