@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from agent_host.session import resume_snapshot
+from agent_host.session.conversation import limit_messages
 
 from .test_restore_crash import Crasher, fast_tmp  # noqa: F401, F811 - fixture
 from .test_resume_snapshot import (
@@ -171,3 +172,21 @@ async def test_a_file_snapshot_of_before_segments_is_read_then_written_anew(tmp_
     seen, folded = await resumed(store, model, root)
     assert not folded
     assert seen == await reference(store)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7, 40])
+async def test_a_history_page_after_segments_is_the_log_s_last_messages(
+    store_url, tmp_path, root, limit
+):
+    """A page reads the snapshot's last messages and applies the segments after
+    them (widened, or read whole, when a segment reaches before the page)."""
+    model = script(tmp_path)
+    await build(store_url, model, root, turns=4, compact=False)
+    data, _ = await snapshot_bytes(store_url)
+    assert data.count(SEGMENT) == 3
+    async with host_on(store_url, model, root) as host:
+        state = await host.resume(SID)
+        page = await host.history(SID, limit)
+        assert not state.loaded, "the page read the whole log"
+    expected = limit_messages((await reference(store_url))["messages"], limit)
+    assert page == expected
