@@ -220,6 +220,9 @@ async def test_a_log_cut_and_grown_again_to_the_same_seq_is_not_read_from_its_sn
 ):
     model = script(tmp_path)
     await build(store_url, model, root)
+    async with host_on(store_url, model, root) as host:  # the snapshot whole at the head
+        await host.resume(SID)
+        await host.compact()
     s = open_store(store_url) if isinstance(store_url, str) else store_url
     head = await s.head(SID)
     await s.truncate(SID, head - 3)
