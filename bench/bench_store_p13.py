@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""P13 pages by key and the SQLite resume header (issue 27), each beside its peer or
-floor in the same run.
+"""P13 pages by key, the SQLite resume header and the turn end (issue 27), each
+beside its peer or floor in the same run.
 
     python bench/bench_store_p13.py [--sessions 100000] [--events 400000] [--dir D]
 
@@ -15,6 +15,12 @@ would take most of an hour of fsyncs.
 Resume header: ``resume_snapshot.load`` without the body (what a resume reads first)
 of a session of 400,000 events with its snapshot, on SQLite beside the file store,
 from a new store object each time (median of 9).
+
+Turn end: a turn (4 events and its turn_end) appended through a session resumed
+from its snapshot, its conversation read (as a turn reads it), on the 400,000-event
+session beside a 4,000-event one of the same store, in the same run (median of 9
+turns each); then, for reference, the same turn end writing the snapshot whole (what
+every turn end did before segments; median of 3).
 """
 
 from __future__ import annotations
@@ -139,6 +145,37 @@ async def headers(urls: tuple[str, str], rounds: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+async def turn_ends(url: str, session_id: str, rounds: int) -> dict[str, float]:
+    from agent_host.session.events import TurnEnd
+    from agent_host.session.state import SessionState
+
+    store = open_store(url)
+    state = SessionState(store, session_id)
+    await state.refresh(full=False)
+    await state.messages()  # what the turn reads first
+    times: dict[str, list[float]] = {"segment": [], "whole": []}
+    # The segments first: a whole write's hundreds of MB would weigh on the next.
+    for r, kind in enumerate(["segment"] * rounds + ["whole"] * 3):
+        if kind == "whole":
+            state._stored = None  # as before segments: the snapshot written whole
+        events = [*turn_events(1_000_000 + r), TurnEnd(stop_reason="end_turn")]
+        t0 = time.perf_counter()
+        await state.append(events)
+        times[kind].append(time.perf_counter() - t0)
+    await store.close()
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+async def build_short(work: Path, events: int) -> None:
+    from agent_host.session.state import SessionState
+
+    for url in (str(work / "long-file"), f"sqlite://{work / 'long.db'}"):
+        store = open_store(url)
+        await store.append("short", [e for i in range(events // 4) for e in turn_events(i)])
+        await SessionState(store, "short").refresh(full=False)
+        await store.close()
+
+
 def line(name: str, value: float, peer: float | None, peer_name: str, target: str) -> None:
     ratio = f"{value / peer:6.2f}x" if peer else "       "
     peer_text = f"{peer_name} {peer * 1e3:9.2f} ms" if peer else " " * (len(peer_name) + 13)
@@ -151,7 +188,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--only", default="pages,header")
+    parser.add_argument("--only", default="pages,header,turnend")
     args = parser.parse_args()
     base = args.dir or default_base()
     base.mkdir(parents=True, exist_ok=True)
@@ -178,13 +215,14 @@ def main() -> None:
                     "list()",
                     "",
                 )
-        if "header" in args.only:
+        if "header" in args.only or "turnend" in args.only:
             t0 = time.perf_counter()
             urls = asyncio.run(build_long(work, args.events))
             print(
                 f"  (built the {args.events:,}-event session in {time.perf_counter() - t0:.0f} s)"
             )
             snap = os.path.getsize(work / "long-file" / "snapshots" / "long.snap")
+        if "header" in args.only:
             got = asyncio.run(headers(urls, 9))
             line(
                 f"sqlite: resume header, snapshot {snap / 1e6:.0f} MB",
@@ -193,6 +231,26 @@ def main() -> None:
                 "file store",
                 "target <= 2x",
             )
+        if "turnend" in args.only:
+            short = args.events // 100
+            asyncio.run(build_short(work, short))
+            for name, url in zip(("file", "sqlite"), urls, strict=True):
+                small = asyncio.run(turn_ends(url, "short", 9))
+                big = asyncio.run(turn_ends(url, "long", 9))
+                line(
+                    f"{name}: turn end, {args.events:,} events",
+                    big["segment"],
+                    small["segment"],
+                    f"{short:,} events",
+                    "target <= 2x",
+                )
+                line(
+                    f"{name}:   written whole (before segments)",
+                    big["whole"],
+                    small["whole"],
+                    f"{short:,} events",
+                    "for reference",
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

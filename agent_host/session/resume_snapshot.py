@@ -18,6 +18,24 @@ The header (small, read on every resume) holds the head, the counts, cost and
 model, and the body's length and crc32; the body (read when the conversation is
 needed: a turn, the history) holds the model messages, the seq that opened each
 and the tool calls still unanswered, the state :class:`MessageFold` resumes from.
+
+Segments. A turn end does not rewrite the whole snapshot: it appends a segment
+holding what its conversation changed since the last one (the store keeps them
+after the snapshot, in order, and gives them back after its body)::
+
+    AHG1 <crc32 of JSON, 8 hex> <JSON length>\n<JSON>
+
+The JSON names the event the previous segment (or the snapshot) was folded up to
+(``prev``) and its own (``head``), how many messages of the conversation before it
+stay (``keep``: the last one may have grown a tool call) and the messages, seqs and
+open calls after those. A reader applies segments while each follows the last
+and its head is still the log's event at that seq; the first that does not (torn
+by the log cut back, another writer's) ends them, and the log's events after the
+last one applied are folded on top, as after a snapshot; one torn by a crash is
+damage (the log is folded and the snapshot written whole). The header
+stays the snapshot's: a resume reads it and the events after its head. Writing the
+whole snapshot again ("folding") drops the segments: at a compaction, and when
+they pile up (see :func:`save_segment`).
 """
 
 from __future__ import annotations
@@ -41,6 +59,14 @@ VERSION = 1
 HEADER_READ = 4096
 """Bytes of a snapshot a resume reads: its header, not its conversation."""
 _MAGIC = b"AHS1 "
+_SEGMENT = b"AHG1 "
+MAX_SEGMENTS = 64
+"""Segments kept before the snapshot is written whole again."""
+SEGMENTS_SHARE = 4
+"""Folded once the segments together exceed 1/SEGMENTS_SHARE of the snapshot..."""
+SEGMENTS_FLOOR = 256 << 10
+"""... and this many bytes (a small snapshot costs little to write whole, but a
+turn's segment is often larger than it: it would be folded at every turn end)."""
 log = logging.getLogger(__name__)
 
 
@@ -202,6 +228,101 @@ def parse_body(
     return fold, cut
 
 
+@attrs.frozen
+class Segment:
+    """What a turn changed in the conversation since the last segment."""
+
+    prev: HeadMark
+    head: HeadMark
+    keep: int
+    messages: list[dict[str, Any]]
+    seqs: list[int]
+    open_calls: dict[str, int]
+
+    def encode(self) -> bytes:
+        body = orjson.dumps(
+            {
+                "prev": attrs.asdict(self.prev),
+                "head": attrs.asdict(self.head),
+                "keep": self.keep,
+                "messages": self.messages,
+                "seqs": self.seqs,
+                "open_calls": self.open_calls,
+            }
+        )
+        return b"%s%08x %d\n%s" % (_SEGMENT, zlib.crc32(body), len(body), body)
+
+
+def segment_of(prev: HeadMark, head: HeadMark, fold: MessageFold, kept: int) -> Segment:
+    """The segment taking a conversation of ``kept`` messages folded up to ``prev``
+    to ``fold``, folded up to ``head``: messages are only appended after ``kept``,
+    but the last one kept may have been replaced (a tool call joined it)."""
+    keep = max(kept - 1, 0)
+    return Segment(prev, head, keep, fold.messages[keep:], fold.seqs[keep:], dict(fold.open_calls))
+
+
+def parse_segments(data: bytes | memoryview, at: int) -> list[Segment]:
+    """The segments from ``at`` on; SnapshotDamaged if one is torn or damaged (a
+    crash while it was appended: the log is folded, and the snapshot written whole)."""
+    view = memoryview(data)
+    found: list[Segment] = []
+    while at < len(view):
+        line = bytes(view[at : at + 64])
+        newline = line.find(b"\n")
+        first = line[: max(newline, 0)].split(b" ")
+        if newline < 0 or len(first) != 3 or first[0] + b" " != _SEGMENT:
+            raise SnapshotDamaged(f"segment {len(found) + 1} is not one")
+        try:
+            crc, size = int(first[1], 16), int(first[2])
+            body = view[at + newline + 1 : at + newline + 1 + size]
+            if len(body) != size or zlib.crc32(body) != crc:
+                raise SnapshotDamaged(f"segment {len(found) + 1} fails its checksum")
+            fields = orjson.loads(body)
+            found.append(
+                Segment(
+                    HeadMark(**fields["prev"]),
+                    HeadMark(**fields["head"]),
+                    int(fields["keep"]),
+                    fields["messages"],
+                    fields["seqs"],
+                    fields["open_calls"],
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SnapshotDamaged(f"segment {len(found) + 1} does not read: {exc}") from exc
+        at += newline + 1 + size
+    return found
+
+
+def _apply(
+    fold: MessageFold, cut: int, segments: list[Segment], head: HeadMark, events: list[ev.Event]
+) -> tuple[int, bool]:
+    """Apply to ``fold`` (its first ``cut`` messages left out) the segments that
+    follow on from ``head`` and still match ``events`` (the log from ``head`` on):
+    how many of the events after ``head`` they folded, and False when the page
+    read is too short for them (the conversation must be read whole)."""
+    covered = 0
+    for segment in segments:
+        at = segment.head.seq - head.seq
+        if segment.prev != head or at <= 0 or at >= len(events):
+            break
+        if not segment.head.matches(events[at]):
+            break
+        if segment.keep - cut > len(fold.messages) or len(segment.messages) != len(segment.seqs):
+            break  # not a segment of this conversation
+        if segment.keep < cut:
+            return covered, False
+        del fold.messages[segment.keep - cut :], fold.seqs[segment.keep - cut :]
+        fold.messages.extend(segment.messages)
+        fold.seqs.extend(segment.seqs)
+        fold.open_calls.clear()
+        fold.open_calls.update({c: i - cut for c, i in segment.open_calls.items()})
+        if any(i < 0 for i in fold.open_calls.values()):
+            return covered, False
+        head, events, covered = segment.head, events[at:], covered + at
+    return covered, True
+
+
 @attrs.define
 class Loaded:
     """A snapshot that still matches its log, and the log's events after it."""
@@ -209,18 +330,23 @@ class Loaded:
     header: Header
     tail: list[ev.Event]
     fold: MessageFold | None = None
-    """The conversation as of the head (read only when asked for)."""
+    """The conversation as of the last segment applied (read only when asked for)."""
     cut: int = 0
     """Messages before ``fold``'s first left out (a page was asked for)."""
+    covered: int = 0
+    """Events of ``tail`` already folded into ``fold`` (by its segments)."""
+    mark: HeadMark | None = None
+    """The event ``fold`` was folded up to (the header's head, or the last
+    segment's)."""
 
 
 async def load(
     store: Any, session_id: str, *, body: bool = False, last: int | None = None
 ) -> Loaded | None:
     """The session's snapshot if it still matches the log (with the conversation,
-    when ``body``, only its ``last`` messages if given); None when there is none, it
-    is stale, or it is damaged (then a warning says why), or a newer event changes
-    what it folded."""
+    when ``body``, only its ``last`` messages if given, its segments applied); None
+    when there is none, it is stale, or it is damaged (then a warning says why), or
+    a newer event changes what it folded."""
     read = getattr(store, "read_snapshot", None)
     if read is None:
         return None  # a store of another make, without snapshots: fold the log
@@ -228,11 +354,18 @@ async def load(
     if found is None:
         return None
     data, events = found
+    segments: list[Segment] = []
     try:
         if not body and len(data) == HEADER_READ and len(data) < _header_end(data):
             return await load(store, session_id, body=True)  # a header longer than read
         header, at = parse_header(data)
-        fold, cut = parse_body(data, header, at, last) if body else (None, 0)
+        fold, cut = None, 0
+        if body:
+            end = at + header.body_len
+            if len(data) > end:
+                segments = parse_segments(data, end)
+                data = data[:end]
+            fold, cut = parse_body(data, header, at, last)
     except SnapshotDamaged as exc:
         log.warning(
             "session %s: its resume snapshot is not used (%s); folding the log", session_id, exc
@@ -243,16 +376,45 @@ async def load(
     tail = events[1:]
     if any(changes_the_past(e) for e in tail):
         return None
-    return Loaded(header, tail, fold, cut)
+    covered, mark = 0, header.head
+    if fold is not None and segments:
+        covered, whole = _apply(fold, cut, segments, header.head, events)
+        if not whole:
+            return await load(store, session_id, body=True)  # the page was too short
+        if covered:
+            mark = HeadMark.of(tail[covered - 1])
+    return Loaded(header, tail, fold, cut, covered, mark)
 
 
-async def save(store: Any, session_id: str, data: bytes | None, head: int) -> None:
-    """Write a snapshot; a store that cannot is told nothing, and a failure is
-    only logged: the snapshot is a cache, the log is already durable."""
+async def save(store: Any, session_id: str, data: bytes | None, head: int) -> bool:
+    """Write a snapshot (whole, dropping its segments): whether it was handed to
+    the store. A store that cannot is told nothing, and a failure is only logged:
+    the snapshot is a cache, the log is already durable."""
     write = getattr(store, "write_snapshot", None)
     if write is None or data is None:
-        return
+        return False
     try:
         await write(session_id, head, data)
     except (OSError, StoreUnavailable) as exc:
         log.warning("session %s: the resume snapshot was not written: %s", session_id, exc)
+        return False
+    return True
+
+
+async def save_segment(store: Any, session_id: str, segment: Segment) -> bool | None:
+    """Append a segment after the session's snapshot: True; False when the
+    snapshot is to be written whole instead: the store keeps none to append to (or
+    cannot append), or the segments have piled up (too many, or together more than
+    a share of the snapshot); None when it failed (only logged: a cache)."""
+    append = getattr(store, "append_snapshot", None)
+    if append is None:
+        return False
+    try:
+        piled = await append(session_id, segment.encode())
+    except (OSError, StoreUnavailable) as exc:
+        log.warning("session %s: the resume snapshot was not written: %s", session_id, exc)
+        return None
+    if piled is None:
+        return False
+    count, size, base = piled
+    return count <= MAX_SEGMENTS and size <= max(base // SEGMENTS_SHARE, SEGMENTS_FLOOR)

@@ -73,6 +73,13 @@ class SessionState:
     """The conversation folded so far, of ``_fold_of`` up to ``_fold_count``."""
     _fold_of: list[ev.Event] | None = attrs.field(default=None, init=False, repr=False)
     _fold_count: int = attrs.field(default=0, init=False, repr=False)
+    _stored: tuple[HeadMark, int, MessageFold] | None = attrs.field(
+        default=None, init=False, repr=False
+    )
+    """What the store's snapshot and its segments hold: the event they were folded
+    up to and how many messages, of this very fold (a turn end appends a segment
+    of what the fold gained since); None: not known here (the next is written
+    whole)."""
 
     @property
     def loaded(self) -> bool:
@@ -178,11 +185,16 @@ class SessionState:
             if loaded is None or loaded.header.head != self._base.head:  # type: ignore[union-attr]
                 await self.load()  # the snapshot moved on or went: fold the log
                 return await self.messages()
+            if not self._holds(loaded):
+                await self.load()  # its segments went past what is held here
+                return await self.messages()
             fold = loaded.fold
-            assert fold is not None and not loaded.cut
-            fold.extend(self._tail)
+            assert fold is not None and not loaded.cut and loaded.mark is not None
+            kept = len(fold.messages)
+            fold.extend(self._tail[loaded.covered :])
             if keep:
                 self._fold, self._fold_of, self._fold_count = fold, self._tail, len(self._tail)
+                self._stored = (loaded.mark, kept, fold)
         return fold.view()[0]
 
     async def history(self, limit: int | None) -> list[dict[str, Any]]:
@@ -195,17 +207,29 @@ class SessionState:
         want = limit + 8
         while True:
             loaded = await resume_snapshot.load(self.store, self.id, body=True, last=want)
-            if loaded is None or loaded.header.head != self._base.head:  # type: ignore[union-attr]
+            if (
+                loaded is None
+                or loaded.header.head != self._base.head  # type: ignore[union-attr]
+                or not self._holds(loaded)
+            ):
                 await self.load()
                 return limit_messages(await self.messages(), limit)
             assert loaded.fold is not None
-            loaded.fold.extend(self._tail)
+            loaded.fold.extend(self._tail[loaded.covered :])
             view = loaded.fold.view()[0]
             page = limit_messages(view, limit)
             # Whole unless widening it reached the first message read of a longer one.
             if not loaded.cut or len(page) < len(view):
                 return page
             want *= 4
+
+    def _holds(self, loaded: resume_snapshot.Loaded) -> bool:
+        """Whether the events a snapshot's segments folded are those held here."""
+        if loaded.covered == 0:
+            return True
+        if loaded.covered > len(self._tail) or loaded.mark is None:
+            return False
+        return loaded.mark.matches(self._tail[loaded.covered - 1])
 
     def _current_fold(self) -> MessageFold | None:
         """The conversation folded up to now, folding what was added since; None
@@ -224,6 +248,7 @@ class SessionState:
     def _forget(self) -> None:
         self._timeline = None
         self._fold, self._fold_of, self._fold_count = None, None, 0
+        self._stored = None
 
     async def load(self) -> None:
         """Hold the whole log (a state resumed from a snapshot reads it now)."""
@@ -316,12 +341,17 @@ class SessionState:
 
     async def _save_snapshot(self) -> None:
         """Write the resume snapshot as of the head: at turn ends and compactions,
-        so that a resume reads one blob instead of folding the whole log."""
+        so that a resume reads one blob instead of folding the whole log. What the
+        store holds already is not written again: a segment of what the fold
+        gained since is appended, unless a compaction (or a restore) rewrote the
+        conversation or the segments piled up; then it is written whole."""
         fold = self._current_fold()
         if fold is None:
             return  # resumed and its conversation never read: the snapshot there is kept
         if pending_capture(self.latest) is not None:
             return  # its finisher looks for it after the snapshot
+        if await self._save_segment(fold):
+            return
         if self._base is None:
             data = resume_snapshot.snapshot_of(self._events, self.timeline, fold)
         else:
@@ -335,7 +365,46 @@ class SessionState:
                 model=self.model,
             )
             data = resume_snapshot.encode(header, fold)
-        await resume_snapshot.save(self.store, self.id, data, self.head)
+        written = await resume_snapshot.save(self.store, self.id, data, self.head)
+        head = self.latest[-1] if self.latest else None
+        if written and head is not None:
+            self._stored = (HeadMark.of(head), len(fold.messages), fold)
+        elif written and self._base is not None:
+            self._stored = (self._base.head, len(fold.messages), fold)
+        else:
+            self._stored = None
+
+    async def _save_segment(self, fold: MessageFold) -> bool:
+        """Append what ``fold`` gained since the stored snapshot; False when the
+        snapshot is to be written whole."""
+        if self._stored is None or self._stored[2] is not fold:
+            return False
+        mark, kept, _ = self._stored
+        newer = self._after(mark)
+        if newer is None or any(type(e) is ev.Compaction or changes_the_past(e) for e in newer):
+            return False
+        if not newer:
+            return True  # the store holds it all already
+        segment = resume_snapshot.segment_of(mark, HeadMark.of(newer[-1]), fold, kept)
+        done = await resume_snapshot.save_segment(self.store, self.id, segment)
+        if done is False:
+            return False
+        self._stored = (segment.head, len(fold.messages), fold) if done else None
+        return True
+
+    def _after(self, mark: HeadMark) -> list[ev.Event] | None:
+        """The events held after ``mark``; None if it is not an event held here."""
+        if self._base is not None:
+            first = self._base.head.seq
+            if mark == self._base.head:
+                return self._tail
+            at = mark.seq - first
+            if 0 < at <= len(self._tail) and mark.matches(self._tail[at - 1]):
+                return self._tail[at:]
+            return None
+        if 0 < mark.seq <= len(self._events) and mark.matches(self._events[mark.seq - 1]):
+            return self._events[mark.seq :]
+        return None
 
     async def truncate(self, seq: int) -> int:
         """Cut the log back to ``seq``; the truncation id (its events stay retrievable)."""

@@ -220,6 +220,9 @@ async def test_a_log_cut_and_grown_again_to_the_same_seq_is_not_read_from_its_sn
 ):
     model = script(tmp_path)
     await build(store_url, model, root)
+    async with host_on(store_url, model, root) as host:  # the snapshot whole at the head
+        await host.resume(SID)
+        await host.compact()
     s = open_store(store_url) if isinstance(store_url, str) else store_url
     head = await s.head(SID)
     await s.truncate(SID, head - 3)
@@ -240,6 +243,9 @@ async def test_a_log_cut_and_grown_again_to_the_same_seq_is_not_read_from_its_sn
 async def test_a_log_cut_behind_its_snapshot_is_folded(store_url, tmp_path, root):
     model = script(tmp_path)
     await build(store_url, model, root)
+    async with host_on(store_url, model, root) as host:  # the snapshot whole at the head
+        await host.resume(SID)
+        await host.compact()
     s = open_store(store_url) if isinstance(store_url, str) else store_url
     await s.truncate(SID, await s.head(SID) - 5)
     if isinstance(store_url, str):
@@ -296,6 +302,7 @@ async def test_every_torn_write_of_a_file_snapshot_resumes_as_the_log_says(tmp_p
     async with host_on(store, model, root) as host:
         await host.resume(SID)
         await host.send("prompt 2")
+        await host.compact()  # written whole (a turn end appends a segment)
     new, head = await snapshot_bytes(store)
     assert head > old_head
     path = tmp_path / "store" / "snapshots" / f"{SID}.snap"
@@ -407,7 +414,8 @@ async def test_a_first_resume_without_a_snapshot_writes_it_then_holds_only_it(
     async with host_on(store_url, model, root) as host:
         state = await host.resume(SID)
         assert not state.loaded and state.latest == []
-        assert (await snapshot_bytes(store_url))[1] == head
+        # Written whole at the log's head (past the turn ends' segments).
+        assert head < (await snapshot_bytes(store_url))[1] == (await reference(store_url))["head"]
         assert await host.history(SID) == (await reference(store_url))["messages"]
         assert (await host.send("and on")).stop_reason == "end_turn"
     seen, folded = await resumed(store_url, model, root)

@@ -165,11 +165,15 @@ class StoreBase:
     store's pacing), ``_list_page`` (keyset pagination in the database),
     ``on_change`` (news of appends made by other processes or hosts), and the
     resume snapshot (see session.resume_snapshot): ``_write_snapshot(session_id,
-    head, data)`` keeps one blob per session, replacing the last, and
-    ``_read_snapshot(session_id, limit) -> (data, events) | None`` gives it back (its
-    first ``limit`` bytes, if not None) with the log's events from seq ``head`` on,
-    read as one consistent view. The defaults
-    keep none, which is always correct (a resume folds the log), only slower.
+    head, data)`` keeps one blob per session, replacing the last and dropping its
+    segments in the same durable step; ``_append_snapshot(session_id, data) ->
+    (segments, their bytes, the snapshot's bytes) | None`` keeps a segment after it
+    (None, appending nothing: there is no snapshot); and ``_read_snapshot(session_id,
+    limit) -> (data, events) | None`` gives it back -- its first ``limit`` bytes, if
+    not None, else the snapshot followed by its segments in the order appended --
+    with the log's events from the snapshot's seq ``head`` on, read as one
+    consistent view. A crash may tear the last segment (the reader stops there). The
+    defaults keep none, which is always correct (a resume folds the log), only slower.
 
     Helpers for primitives: :meth:`check_head`, :meth:`check_cut`, :meth:`decode` (and
     :meth:`decode_many`),
@@ -250,6 +254,14 @@ class StoreBase:
         leave the old one, none, or a damaged one, which the reader detects."""
         check_session_id(session_id)
         await self._call(self._write_snapshot, session_id, head, data)
+
+    async def append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        """Keep ``data``, a segment of the session's resume snapshot, after the
+        snapshot and its other segments: how many segments it has now, their bytes
+        and the snapshot's; None (nothing kept) when it has no snapshot. Not synced,
+        like the snapshot."""
+        check_session_id(session_id)
+        return await self._call(self._append_snapshot, session_id, data)
 
     async def read_snapshot(
         self, session_id: str, limit: int | None = None
@@ -336,6 +348,9 @@ class StoreBase:
 
     def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
         return None  # kept nowhere: every resume folds the log
+
+    def _append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        return None
 
     def _read_snapshot(
         self, session_id: str, limit: int | None

@@ -315,6 +315,12 @@ class FileCheckpointer(LogSync, StoreBase):
         os.makedirs(folder, mode=0o700, exist_ok=True)
         file_snapshot.write(self._snapshot_path(session_id), head, data)
 
+    @_reported("write a snapshot")
+    def _append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        if self._absent(session_id):
+            return None
+        return file_snapshot.append(self._snapshot_path(session_id), data)
+
     @_reported("read")
     def _read_snapshot(
         self, session_id: str, limit: int | None

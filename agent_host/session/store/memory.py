@@ -25,6 +25,7 @@ class _Session:
     summary: Summary = attrs.field(factory=Summary)
     truncations: list[tuple[int, int, float, bytes]] = attrs.field(factory=list)
     snapshot: tuple[int, bytes] | None = None
+    segments: list[bytes] = attrs.field(factory=list)
 
 
 class MemoryCheckpointer(StoreBase):
@@ -95,6 +96,14 @@ class MemoryCheckpointer(StoreBase):
         session = self._sessions.get(session_id)
         if session is not None:
             session.snapshot = (head, bytes(data))
+            session.segments = []
+
+    def _append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        session = self._sessions.get(session_id)
+        if session is None or session.snapshot is None:
+            return None
+        session.segments.append(bytes(data))
+        return len(session.segments), sum(map(len, session.segments)), len(session.snapshot[1])
 
     def _read_snapshot(
         self, session_id: str, limit: int | None
@@ -103,6 +112,8 @@ class MemoryCheckpointer(StoreBase):
         if session is None or session.snapshot is None:
             return None
         head, data = session.snapshot
+        if limit is None:
+            data += b"".join(session.segments)
         return data[:limit], self._read(session_id, head - 1)
 
     def _lease(self, session_id: str) -> AbstractAsyncContextManager[None]:

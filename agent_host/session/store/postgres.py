@@ -273,6 +273,7 @@ class PostgresCheckpointer(StoreBase):
             conn.execute(q.delete_events, (session_id, 0))
             conn.execute(q.delete_truncations, (session_id,))
             conn.execute(q.delete_snapshot, (session_id,))
+            conn.execute(q.delete_segments, (session_id,))
             conn.execute(q.delete_lease, (session_id,))
             conn.execute(q.notify, (self._channel, self._payload(session_id, 0)))
 
@@ -304,7 +305,18 @@ class PostgresCheckpointer(StoreBase):
 
     def _write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
         with self._pool.connection("write a snapshot to") as conn:
+            # One transaction: the new snapshot never meets the old one's segments.
             conn.execute(self._q.write_snapshot, (session_id, head, data))
+            conn.execute(self._q.delete_segments, (session_id,))
+
+    def _append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        with self._pool.connection("write a snapshot to") as conn:
+            row = conn.execute(self._q.lock_snapshot, (session_id,)).fetchone()
+            if row is None:
+                return None
+            count, size, last = conn.execute(self._q.segments, (session_id,)).fetchone()  # type: ignore[misc]
+            conn.execute(self._q.insert_segment, (session_id, last + 1, data))
+        return count + 1, size + len(data), row[0]
 
     def _read_snapshot(
         self, session_id: str, limit: int | None
@@ -317,7 +329,9 @@ class PostgresCheckpointer(StoreBase):
         with self._pool.connection("read") as conn:
             # One statement: the snapshot and the log as of one moment.
             rows = conn.execute(
-                self._q.read_snapshot, (limit, limit, session_id, session_id), binary=True
+                self._q.read_snapshot,
+                (limit, session_id, limit, session_id, session_id),
+                binary=True,
             ).fetchall()
         if not rows:
             return None
@@ -476,9 +490,23 @@ class _Queries:
             "ON CONFLICT (session_id) DO UPDATE SET head = excluded.head, data = excluded.data"
         )
         self.delete_snapshot = q("DELETE FROM {s}.snapshots WHERE session_id = %s")
-        # The snapshot (seq -1: first) and the log's events from its head on.
+        self.delete_segments = q("DELETE FROM {s}.snapshot_segments WHERE session_id = %s")
+        self.lock_snapshot = q(
+            "SELECT length(data) FROM {s}.snapshots WHERE session_id = %s FOR UPDATE"
+        )
+        self.segments = q(
+            "SELECT count(*), COALESCE(sum(length(data)), 0), COALESCE(max(n), 0) "
+            "FROM {s}.snapshot_segments WHERE session_id = %s"
+        )
+        self.insert_segment = q(
+            "INSERT INTO {s}.snapshot_segments (session_id, n, data) VALUES (%s, %s, %s)"
+        )
+        # The snapshot (seq -1: first; whole, its segments after it) and the log's
+        # events from its head on.
         self.read_snapshot = q(
-            "WITH snap AS (SELECT head, CASE WHEN %s::bigint IS NULL THEN data "
+            "WITH snap AS (SELECT head, CASE WHEN %s::bigint IS NULL THEN data || COALESCE(("
+            "SELECT string_agg(g.data, ''::bytea ORDER BY g.n) FROM {s}.snapshot_segments g "
+            "WHERE g.session_id = %s), ''::bytea) "
             "ELSE substring(data FROM 1 FOR %s::int) END AS data "
             "FROM {s}.snapshots WHERE session_id = %s) "
             "SELECT -1::bigint AS seq, data FROM snap "

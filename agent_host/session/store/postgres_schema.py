@@ -193,6 +193,16 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
     $body$
     """,
     ),
+    # 6: the segments appended after a resume snapshot (session.resume_snapshot),
+    # in order; writing the snapshot whole drops them.
+    """
+    CREATE TABLE {s}.snapshot_segments (
+        session_id text NOT NULL,
+        n bigint NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (session_id, n)
+    );
+    """,
 ]
 
 

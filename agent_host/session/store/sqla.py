@@ -384,6 +384,10 @@ class SqlAlchemyCheckpointer(StoreBase):
     async def write_snapshot(self, session_id: str, head: int, data: bytes) -> None:
         check_session_id(session_id)  # kept nowhere: every resume folds the log
 
+    async def append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        check_session_id(session_id)  # no snapshot to append to
+        return None
+
     async def read_snapshot(
         self, session_id: str, limit: int | None = None
     ) -> tuple[bytes, builtins.list[ev.Event]] | None:

@@ -103,6 +103,16 @@ MIGRATIONS = [
     CREATE INDEX sessions_by_page ON sessions (updated_at DESC, id DESC);
     DROP INDEX sessions_by_update
     """,
+    # 5: the segments appended after a resume snapshot, in order; writing the
+    # snapshot whole drops them.
+    """
+    CREATE TABLE snapshot_segments (
+        session_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (session_id, n)
+    )
+    """,
 ]
 
 
@@ -312,6 +322,26 @@ class SqliteCheckpointer(StoreBase):
                 "ON CONFLICT (session_id) DO UPDATE SET head = excluded.head, data = excluded.data",
                 (session_id, head, data),
             )
+            # The same transaction: the new snapshot never meets the old one's segments.
+            db.execute("DELETE FROM snapshot_segments WHERE session_id = ?", (session_id,))
+
+    def _append_snapshot(self, session_id: str, data: bytes) -> tuple[int, int, int] | None:
+        with self._transaction("write a snapshot to") as db:
+            row = db.execute(
+                "SELECT length(data) FROM snapshots WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            count, size, last = db.execute(
+                "SELECT count(*), COALESCE(sum(length(data)), 0), COALESCE(max(n), 0) "
+                "FROM snapshot_segments WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            db.execute(
+                "INSERT INTO snapshot_segments (session_id, n, data) VALUES (?, ?, ?)",
+                (session_id, last + 1, data),
+            )
+        return count + 1, size + len(data), row[0]
 
     def _read_snapshot(
         self, session_id: str, limit: int | None
@@ -326,6 +356,15 @@ class SqliteCheckpointer(StoreBase):
                     ).fetchone()
                     if row:
                         snapshot = self._snapshot_bytes(row[1], limit)
+                        if limit is None:
+                            snapshot += b"".join(
+                                data
+                                for (data,) in self._conn.execute(
+                                    "SELECT data FROM snapshot_segments WHERE session_id = ? "
+                                    "ORDER BY n",
+                                    (session_id,),
+                                )
+                            )
                     rows = (
                         self._conn.execute(
                             "SELECT data FROM events WHERE session_id = ? AND seq >= ? "
@@ -420,6 +459,7 @@ class SqliteCheckpointer(StoreBase):
             db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM truncations WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM snapshot_segments WHERE session_id = ?", (session_id,))
 
     def _truncate(self, session_id: str, seq: int, expected_head: int | None) -> Truncation:
         with self._transaction("truncate in") as db:
