@@ -26,5 +26,5 @@ from agent_host.session.store.conformance_blobs import *  # noqa: F403
 from agent_host.session.store.conformance_ids import *  # noqa: F403
 from agent_host.session.store.conformance_leases import *  # noqa: F403
 from agent_host.session.store.conformance_listing import *  # noqa: F403
-from agent_host.session.store.conformance_truncation import *  # noqa: F403
 from agent_host.session.store.conformance_snapshots import *  # noqa: F403
+from agent_host.session.store.conformance_truncation import *  # noqa: F403
