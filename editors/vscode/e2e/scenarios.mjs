@@ -179,7 +179,7 @@ export const scenarios = [
             await wb.pick(PROMPT_2);
             await wb.pick('Files and conversation');
             await acceptPreview(wb);
-            await chatHas(wb, /Restored to #/);
+            await chatHas(wb, new RegExp(`Restored to 2 · ${PROMPT_2} \\(files and conversation\\): \\d+ files?: [^\\n]*; \\d+ messages removed\\.`));
             assert.equal(ctx.read('notes.md'), NOTES);
             await editorIs(wb, 'notes.md', `${NOTES}draft line`, true);
             const chat = await wb.chatText();
@@ -189,7 +189,7 @@ export const scenarios = [
             assert.doesNotMatch(chat, /<context/);
             await wb.shot('restored files and conversation');
             await wb.command('Agent Host: Undo Restore');
-            await chatHas(wb, /Restore undone/);
+            await chatHas(wb, /Restore undone: \d+ files? and \d+ messages back\./);
             await editorIs(wb, 'notes.md', AGENT_NOTES, false);
             assert.equal(ctx.read('notes.md'), AGENT_NOTES);
             const back = await wb.chatText();
@@ -208,7 +208,7 @@ export const scenarios = [
             await wb.pick('Files only');
             await acceptPreview(wb);
             await waitFor(() => ctx.read('notes.md') === NOTES, 'notes.md restored on disk');
-            await chatHas(wb, new RegExp(`${PROMPT_2}[\\s\\S]*Restored to #`), 'the conversation kept');
+            await chatHas(wb, new RegExp(`${PROMPT_2}[\\s\\S]*Restored to 2 · ${PROMPT_2} \\(files only\\): [^\\n]*; the conversation kept\\.`), 'the conversation kept');
             await wb.shot('restored files only');
             await wb.command('Agent Host: Undo Restore');
             await waitFor(() => ctx.read('notes.md') === AGENT_NOTES, 'notes.md back');
@@ -216,7 +216,7 @@ export const scenarios = [
             await wb.command('Agent Host: Restore Checkpoint…');
             await wb.pick(PROMPT_2);
             await wb.pick('Conversation only');
-            await chatHas(wb, /Restored to #/);
+            await chatHas(wb, new RegExp(`Restored to 2 · ${PROMPT_2} \\(conversation only\\): no files; \\d+ messages removed\\.`));
             assert.doesNotMatch(await wb.chatText(), literal(PROMPT_2));
             assert.equal(ctx.read('notes.md'), AGENT_NOTES);
             await wb.shot('restored conversation only');
