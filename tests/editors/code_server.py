@@ -125,8 +125,3 @@ def install() -> CodeServer:
             pytest.fail(f"code-server --version: {version.stdout}\n{version.stderr}")
         marker.write_text(version.stdout)
     return found
-
-
-@pytest.fixture(scope="session")
-def code_server() -> CodeServer:
-    return install()

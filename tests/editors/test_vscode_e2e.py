@@ -16,15 +16,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .code_server import CHROMIUM, CodeServer, code_server  # noqa: F401 (a fixture)
-from .test_vscode import BUILD_OUTPUTS, EXTENSION, VSIX, missing_toolchain, run
+from .code_server import CHROMIUM, CodeServer
+from .test_vscode import EXTENSION, missing_toolchain
 from .test_vscode import find_node as find_extension_node
 
 E2E = EXTENSION / "e2e" / "suite.mjs"
@@ -38,19 +37,6 @@ def step_names(scenarios: Path = SCENARIOS) -> list[str]:
     return [name for _quote, name in found]
 
 
-@pytest.fixture(scope="module")
-def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _node, npm, why = find_extension_node()
-    if npm is None:
-        missing_toolchain(why)
-    assert npm is not None
-    work = tmp_path_factory.mktemp("vscode-e2e") / "vscode"
-    shutil.copytree(EXTENSION, work, ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
-    run(npm, ["ci", "--prefer-offline", "--no-audit", "--no-fund"], work, timeout=420)
-    run(npm, ["run", "package"], work, timeout=300)
-    return work / VSIX
-
-
 def agent_host_executable() -> str:
     found = Path(sys.executable).with_name("agent-host")
     assert found.exists(), f"{found} is missing: pip install -e . into this interpreter's venv"
@@ -59,7 +45,7 @@ def agent_host_executable() -> str:
 
 @pytest.mark.timeout(1800)
 def test_the_extension_in_code_server(
-    code_server: CodeServer,  # noqa: F811 (the fixture)
+    code_server: CodeServer,
     vsix: Path,
     tmp_path: Path,
 ) -> None:
@@ -68,7 +54,7 @@ def test_the_extension_in_code_server(
 
 @pytest.mark.timeout(1800)
 def test_a_first_run_in_code_server(
-    code_server: CodeServer,  # noqa: F811 (the fixture)
+    code_server: CodeServer,
     vsix: Path,
     tmp_path: Path,
 ) -> None:
@@ -79,7 +65,9 @@ def test_a_first_run_in_code_server(
     run_suite(code_server, vsix, tmp_path, FIRST_RUN)
 
 
-def run_suite(code_server: CodeServer, vsix: Path, tmp_path: Path, scenarios: Path) -> None:  # noqa: F811
+def run_suite(code_server: CodeServer, vsix: Path, tmp_path: Path, scenarios: Path) -> Path:
+    """Run the steps of ``scenarios`` (a file in editors/vscode/e2e) in code-server with
+    ``vsix`` installed; every step must pass. Returns the artifacts folder."""
     node, _npm, why = find_extension_node()
     if node is None:
         missing_toolchain(why)
@@ -94,7 +82,7 @@ def run_suite(code_server: CodeServer, vsix: Path, tmp_path: Path, scenarios: Pa
         "agentHost": agent_host_executable(),
         "work": str(tmp_path / "work"),
         "artifacts": str(artifacts),
-        "scenarios": scenarios.name,
+        "scenarios": str(scenarios),
     }
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(config))
@@ -114,3 +102,4 @@ def run_suite(code_server: CodeServer, vsix: Path, tmp_path: Path, scenarios: Pa
         f"{failed}\n{out[-8000:]}\n{done.stderr[-4000:]}\nartifacts: {artifacts}"
     )
     assert passed == step_names(scenarios), f"steps run: {passed}\n{out[-8000:]}"
+    return artifacts

@@ -250,7 +250,7 @@ export const scenarios = [
             await waitFor(async () => !(await rowChecked(wb, 'notes.md')), 'notes.md unticked');
             assert.equal(ctx.read('greet.py'), GREET_2, 'nothing written by the preview');
             await quickInput(wb).locator('.quick-input-box input').press('Enter');
-            await chatHas(wb, /Restored to/);
+            await chatHas(wb, new RegExp(`Restored to 1 · ${PROMPT_1} \\(files and conversation\\): `));
             assert.equal(ctx.read('greet.py'), greet.modified, 'greet.py holds what the preview showed');
             assert.equal(ctx.read('greet.py'), GREET);
             assert.equal(ctx.read('notes.md'), NOTES_2, 'an unticked file is left as it is');

@@ -34,6 +34,8 @@ const STEPS = [
 ];
 
 const literal = (text) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+/** A chat line with `text` that is not a restore's note (which names the checkpoint by its prompt). */
+const asked = (text) => new RegExp(`^(?!Restored to ).*${literal(text).source}`, 'm');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function chatHas(wb, pattern, what, timeoutMs = 20_000) {
@@ -179,21 +181,21 @@ export const scenarios = [
             await wb.pick(PROMPT_2);
             await wb.pick('Files and conversation');
             await acceptPreview(wb);
-            await chatHas(wb, /Restored to #/);
+            await chatHas(wb, new RegExp(`Restored to 2 · ${PROMPT_2} \\(files and conversation\\): \\d+ files?: [^\\n]*; \\d+ messages removed\\.`));
             assert.equal(ctx.read('notes.md'), NOTES);
             await editorIs(wb, 'notes.md', `${NOTES}draft line`, true);
             const chat = await wb.chatText();
-            assert.doesNotMatch(chat, literal(PROMPT_2));
+            assert.doesNotMatch(chat, asked(PROMPT_2));
             assert.match(chat, /modified: greet\.py/);
             assert.match(chat, /greet\.py \(1 line\)/);
             assert.doesNotMatch(chat, /<context/);
             await wb.shot('restored files and conversation');
             await wb.command('Agent Host: Undo Restore');
-            await chatHas(wb, /Restore undone/);
+            await chatHas(wb, /Restore undone: \d+ files? and \d+ messages back\./);
             await editorIs(wb, 'notes.md', AGENT_NOTES, false);
             assert.equal(ctx.read('notes.md'), AGENT_NOTES);
             const back = await wb.chatText();
-            assert.match(back, literal(PROMPT_2));
+            assert.match(back, asked(PROMPT_2));
             assert.match(back, /Tool ✗/, 'the rejected call is still shown as rejected');
             assert.match(back, /created: notes\.md|modified: notes\.md/);
             await wb.shot('restore undone');
@@ -208,7 +210,7 @@ export const scenarios = [
             await wb.pick('Files only');
             await acceptPreview(wb);
             await waitFor(() => ctx.read('notes.md') === NOTES, 'notes.md restored on disk');
-            await chatHas(wb, new RegExp(`${PROMPT_2}[\\s\\S]*Restored to #`), 'the conversation kept');
+            await chatHas(wb, new RegExp(`${PROMPT_2}[\\s\\S]*Restored to 2 · ${PROMPT_2} \\(files only\\): [^\\n]*; the conversation kept\\.`), 'the conversation kept');
             await wb.shot('restored files only');
             await wb.command('Agent Host: Undo Restore');
             await waitFor(() => ctx.read('notes.md') === AGENT_NOTES, 'notes.md back');
@@ -216,12 +218,12 @@ export const scenarios = [
             await wb.command('Agent Host: Restore Checkpoint…');
             await wb.pick(PROMPT_2);
             await wb.pick('Conversation only');
-            await chatHas(wb, /Restored to #/);
-            assert.doesNotMatch(await wb.chatText(), literal(PROMPT_2));
+            await chatHas(wb, new RegExp(`Restored to 2 · ${PROMPT_2} \\(conversation only\\): no files; \\d+ messages removed\\.`));
+            assert.doesNotMatch(await wb.chatText(), asked(PROMPT_2));
             assert.equal(ctx.read('notes.md'), AGENT_NOTES);
             await wb.shot('restored conversation only');
             await wb.command('Agent Host: Undo Restore');
-            await chatHas(wb, literal(PROMPT_2));
+            await chatHas(wb, asked(PROMPT_2));
             await noSaveConflict(wb);
         },
     ],

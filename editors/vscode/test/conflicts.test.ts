@@ -90,12 +90,10 @@ test('a file the user changed is left and named; Overwrite them restores it too;
         }
         return undefined;
     };
-    let seq = 0;
     ui.picks.push(
         (items) => {
             assert.equal(items.length, 1);
             assert.equal(items[0].detail, 'changed: a.py, b.py');
-            seq = items[0].checkpoint.seq;
             return items[0];
         },
         (modes) => modes[0], // files and conversation
@@ -118,7 +116,7 @@ test('a file the user changed is left and named; Overwrite them restores it too;
     assert.equal(shown[0].level, 'warning');
     assert.match(
         shown[0].message,
-        /^Agent Host: 1 file changed since the agent last wrote it and was left as it is: a\.py\. Restored 1 file\(s\): b\.py; \d+ event\(s\) set aside\.$/,
+        /^Agent Host: 1 file changed since the agent last wrote it and was left as it is: a\.py\. Restored 1 file: b\.py; 3 messages removed\.$/,
     );
     assert.deepEqual(shown[0].items, ['Overwrite them', 'Undo Restore']);
     // Overwrite them: undo, then the same restore with force; a.py is overwritten too
@@ -128,13 +126,13 @@ test('a file the user changed is left and named; Overwrite them restores it too;
     assert.equal(shown[1].level, 'info');
     assert.match(
         shown[1].message,
-        new RegExp(`^Agent Host: restored to #${seq} again, overwriting a\\.py: 2 file\\(s\\): a\\.py, b\\.py; \\d+ event\\(s\\) set aside\\. Undo Restore brings back what they held\\.$`),
+        /^Agent Host: restored to 1 · Make both 2 again, overwriting a\.py: 2 files: a\.py, b\.py; 3 messages removed\. Undo Restore brings back what they held\.$/,
     );
     assert.deepEqual(shown[1].items, ['Undo Restore']);
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
     await waitFor(() => notes().length === 1 || undefined, 'the chat rebuilt after the forced restore');
     assert.deepEqual(notes(), [
-        { text: `Restored to #${seq} again (files and conversation), overwriting a.py: 2 file(s): a.py, b.py.`, level: 'info' },
+        { text: 'Restored to 1 · Make both 2 again (files and conversation), overwriting a.py: 2 files: a.py, b.py; 3 messages removed.', level: 'info' },
     ]);
 
     // b.py changed after the restore wrote it: Undo Restore leaves it and warns; a.py gets the user's text back
@@ -148,12 +146,12 @@ test('a file the user changed is left and named; Overwrite them restores it too;
     assert.equal(undone[0].level, 'warning');
     assert.match(
         undone[0].message,
-        /^Agent Host: 1 file changed since the restore wrote it and was left as it is: b\.py\. Restore undone \(1 file\(s\), \d+ event\(s\) back\)\.$/,
+        /^Agent Host: 1 file changed since the restore wrote it and was left as it is: b\.py\. Restore undone \(1 file and 3 messages back\)\.$/,
     );
     const last = await waitFor(() => {
         const n = notes();
         return n.some((e) => e.text.startsWith('Restore undone')) ? n.slice(-2) : undefined;
     }, 'the chat rebuilt after the undo');
-    assert.match(last[0].text, /^Restore undone: 1 file\(s\), \d+ event\(s\) back\.$/);
+    assert.equal(last[0].text, 'Restore undone: 1 file and 3 messages back.');
     assert.deepEqual(last[1], { text: '1 file changed since the restore wrote it and was left as it is: b.py.', level: 'warning' });
 });

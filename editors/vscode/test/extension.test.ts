@@ -174,15 +174,15 @@ test('Restore Checkpoint puts the file back; Undo Restore takes it forward again
     await restoring;
     assert.equal(fs.readFileSync(path.join(root, 'a.py'), 'utf8'), 'print("old")\n');
     assert.deepEqual(ui.messages.filter((m) => m.level === 'error'), []);
-    assert.match(ui.messages[ui.messages.length - 1].message, /restored 1 file\(s\): a\.py/);
+    assert.match(ui.messages[ui.messages.length - 1].message, /^Agent Host: restored 1 file: a\.py; 3 messages removed\.$/);
     // the conversation was rewound: only the note about the restore is left
     await waitFor(() => lastRender().entries.length === 1 || undefined, 'the rewound transcript');
     assert.equal(lastRender().entries[0].role, 'info');
-    assert.match(lastRender().entries[0].text!, /^Restored to #\d+ \(files and conversation\): 1 file\(s\): a\.py\.$/);
+    assert.equal(lastRender().entries[0].text, 'Restored to 1 · Make a.py print new (files and conversation): 1 file: a.py; 3 messages removed.');
 
     await ui.commands.get('agentHost.undoRestore')!();
     assert.equal(fs.readFileSync(path.join(root, 'a.py'), 'utf8'), 'print("new")\n');
-    assert.match(ui.messages[ui.messages.length - 1].message, /restore undone/);
+    assert.equal(ui.messages[ui.messages.length - 1].message, 'Agent Host: restore undone (1 file and 3 messages back).');
     await waitFor(() => lastRender().entries.length >= 4 || undefined, 'the rebuilt transcript');
 });
 

@@ -78,6 +78,8 @@ test('checkpoints as ordinals with their prompt; counts in words', () => {
     const c = { seq: 21, prompt: 'add a test\nwith details', files: [], createdAt: 0 } as unknown as CheckpointInfo;
     assert.equal(checkpointLabel(c, 3), '3 · add a test', 'the position when the wire has no ordinal');
     assert.equal(checkpointLabel({ ...c, ordinal: 5 } as CheckpointInfo, 3), '5 · add a test', "the wire's ordinal wins");
+    assert.equal(checkpointLabel({ ...c, ordinal: 5, label: '5 · add a test, the server says' }), '5 · add a test, the server says', "the wire's label wins");
+    assert.equal(checkpointLabel({ seq: 21, prompt: 'x' }), '#21 · x', 'the seq when neither ordinal nor position is known');
     assert.equal(countText(1, 'message'), '1 message');
     assert.equal(countText(4, 'message'), '4 messages');
 });

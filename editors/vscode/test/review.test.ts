@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { changedLines } from '../src/protocol/lineDiff';
 import {
-    checkpointName,
     countsText,
     diffSides,
     previewRows,
@@ -115,11 +114,6 @@ describe('diff sides', () => {
         assert.equal(countsText(f({ binary: true })), 'binary');
     });
 
-    test('checkpoints are named as users count them', () => {
-        assert.equal(checkpointName({ seq: 21, prompt: 'add a test\nplease', ordinal: 3 }), '3 · add a test');
-        assert.equal(checkpointName({ seq: 21, prompt: 'add a test' }, 1), '2 · add a test');
-        assert.equal(checkpointName({ seq: 21, prompt: 'x' }), '#21 · x');
-    });
 });
 
 describe("the chat's changed-file lines", () => {

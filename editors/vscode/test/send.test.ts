@@ -157,7 +157,7 @@ test('send streams the turn in order and answers with its result', async () => {
         assert.equal(listed.sessions[0].turns, 1);
         const head = (events[events.length - 1].data as { seq: number }).seq;
         assert.equal(listed.sessions[0].head, head);
-        assert.deepEqual(await api.resume(sessionId), { sessionId, head, turns: 1 });
+        assert.deepEqual(await api.resume(sessionId), { sessionId, head, turns: 1, totalCost: 0 });
 
         const { messages: history } = await api.history({ sessionId });
         assert.deepEqual(

@@ -18,13 +18,16 @@ export function listPaths(paths: readonly string[], max = MAX_NAMED): string {
 }
 
 /**
- * A checkpoint as users count them: its ordinal (1 = the first prompt; the wire's
- * `ordinal` where the server gives it, else the position in the session's list)
- * and the prompt's first line: `3 · add a test`.
+ * A checkpoint as users count them: `3 · add a test`. The server's `label` where
+ * it gives one; else its ordinal (1 = the first prompt; the wire's `ordinal`, else
+ * `position` in the session's list, else `#seq`) and the prompt's first line.
  */
-export function checkpointLabel(c: CheckpointInfo, position: number): string {
-    const ordinal = (c as CheckpointInfo & { ordinal?: number }).ordinal ?? position;
-    return `${ordinal} · ${c.prompt.split('\n')[0].slice(0, 80)}`;
+export function checkpointLabel(c: Pick<CheckpointInfo, 'seq' | 'prompt' | 'ordinal' | 'label'>, position?: number): string {
+    if (c.label) {
+        return c.label;
+    }
+    const ordinal = c.ordinal ?? position ?? `#${c.seq}`;
+    return `${ordinal} · ${c.prompt.split('\n')[0].slice(0, 60)}`;
 }
 
 /** `1 message`, `4 messages`: a count in the words users use. */
@@ -88,4 +91,20 @@ export function outsideChangesText(unconfined: readonly string[]): string {
         return '';
     }
     return `ran without the sandbox: ${listPaths(unconfined.map((u) => u.split('\n')[0].slice(0, 60)))}; what they changed outside the workspace was not undone`;
+}
+
+/** `1 file: a.py`, `2 files: a.py, b.py`, `no files`. */
+export function filesText(paths: readonly string[]): string {
+    return paths.length ? `${countText(paths.length, 'file')}: ${listPaths(paths)}` : 'no files';
+}
+
+/** What a restore did to the conversation: `4 messages removed`, or kept when it
+ * restored files only. */
+export function conversationText(conversation: boolean | undefined, messagesRemoved: number | undefined): string {
+    return conversation === false ? 'the conversation kept' : `${countText(messagesRemoved ?? 0, 'message')} removed`;
+}
+
+/** What an undo put back: `1 file and 4 messages back`. */
+export function undoneText(result: { restoredFiles: readonly string[]; messagesRestored?: number }): string {
+    return `${countText(result.restoredFiles.length, 'file')} and ${countText(result.messagesRestored ?? 0, 'message')} back`;
 }

@@ -99,11 +99,3 @@ export function reviewTitle(what: string): string {
     return `Agent Host: ${what}`;
 }
 
-/** A checkpoint as users count it: `3 · add a test` (the server's label when it gives one). */
-export function checkpointName(c: { seq: number; prompt: string; ordinal?: number; label?: string }, index?: number): string {
-    if (c.label) {
-        return c.label;
-    }
-    const n = c.ordinal ?? (index === undefined ? `#${c.seq}` : index + 1);
-    return `${n} · ${c.prompt.split('\n')[0].slice(0, 60)}`;
-}

@@ -6,7 +6,7 @@
  */
 
 import * as vscode from 'vscode';
-import { conflictsText, listPaths, notCapturedText, outsideChangesText } from '../protocol/restoreText';
+import { checkpointLabel, conflictsText, conversationText, filesText, listPaths, notCapturedText, outsideChangesText, undoneText } from '../protocol/restoreText';
 import type { CheckpointInfo, RestoreParams, RestoreResult } from '../protocol/types';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
 import { errorText } from './errors';
@@ -65,7 +65,7 @@ export class CheckpointCommands {
             },
         ];
         const mode = await vscode.window.showQuickPick(modes, {
-            title: `Restore to #${checkpoint.seq}: ${checkpoint.prompt.split('\n')[0].slice(0, 60)}`,
+            title: `Restore to ${checkpointLabel(checkpoint)}`,
             placeHolder: 'What to restore (Undo Restore takes it back)',
         });
         if (!mode) {
@@ -81,14 +81,15 @@ export class CheckpointCommands {
             Object.assign(params, chosen);
         }
         const label = mode.label.toLowerCase();
+        const name = checkpointLabel(checkpoint);
         const api = await this.ui.server.ensureStarted();
         const result = await api.restore(params);
         this.ui.log(`${sessionId} restored to ${checkpoint.seq}: ${JSON.stringify(result)}`);
         await this.sessions.reload(sessionId);
         const files = filesText(result.restoredFiles);
-        await this.reportRestore(params, label, result, {
-            note: `Restored to #${checkpoint.seq} (${label}): ${files}.`,
-            summary: `restored ${files}; ${result.removedEvents} event(s) set aside.`,
+        await this.reportRestore(params, name, label, result, {
+            note: `Restored to ${name} (${label}): ${files}; ${conversationText(params.conversation, result.messagesRemoved)}.`,
+            summary: `restored ${files}; ${conversationText(params.conversation, result.messagesRemoved)}.`,
         });
     }
 
@@ -99,6 +100,7 @@ export class CheckpointCommands {
      */
     private async reportRestore(
         params: RestoreParams,
+        name: string,
         label: string,
         result: RestoreResult,
         text: { note: string; summary: string },
@@ -130,7 +132,7 @@ export class CheckpointCommands {
               )
             : await vscode.window.showInformationMessage(`Agent Host: ${text.summary}`, UNDO);
         if (answer === OVERWRITE) {
-            await this.overwrite(params, label, conflicts);
+            await this.overwrite(params, name, label, conflicts);
         } else if (answer === UNDO) {
             await this.undoRestore();
         }
@@ -138,7 +140,7 @@ export class CheckpointCommands {
 
     /** Overwrite them: the same restore again with the conflicts overwritten. An
      * undo is exact, so: undo the restore, then restore with `force`. */
-    private async overwrite(params: RestoreParams, label: string, conflicts: string[]): Promise<void> {
+    private async overwrite(params: RestoreParams, name: string, label: string, conflicts: string[]): Promise<void> {
         const api = await this.ui.server.ensureStarted();
         const undone = await api.undoRestore(params.sessionId);
         let restored: RestoreResult;
@@ -148,7 +150,7 @@ export class CheckpointCommands {
             await this.sessions.reload(params.sessionId);
             this.ui.state
                 .transcript(params.sessionId)
-                .info(`Restore undone to overwrite the changed files, but restoring to #${params.seq} again failed: ${errorText(err)}.`, 'error');
+                .info(`Restore undone to overwrite the changed files, but restoring to ${name} again failed: ${errorText(err)}.`, 'error');
             this.ui.render();
             throw err;
         }
@@ -160,11 +162,10 @@ export class CheckpointCommands {
         const overwritten = restored.restoredFiles.filter((f) => wanted.has(f));
         const what = overwritten.length ? listPaths(overwritten) : 'nothing (the files no longer differed)';
         const files = filesText(restored.restoredFiles);
-        await this.reportRestore(params, label, restored, {
-            note: `Restored to #${params.seq} again (${label}), overwriting ${what}: ${files}.`,
-            summary:
-                `restored to #${params.seq} again, overwriting ${what}: ${files}; ${restored.removedEvents} event(s) set aside. ` +
-                'Undo Restore brings back what they held.',
+        const conversation = conversationText(params.conversation, restored.messagesRemoved);
+        await this.reportRestore(params, name, label, restored, {
+            note: `Restored to ${name} again (${label}), overwriting ${what}: ${files}; ${conversation}.`,
+            summary: `restored to ${name} again, overwriting ${what}: ${files}; ${conversation}. Undo Restore brings back what they held.`,
         });
     }
 
@@ -184,8 +185,8 @@ export class CheckpointCommands {
         await this.sessions.reload(sessionId);
         const conflicts = result.conflicts ?? [];
         const transcript = this.ui.state.transcript(sessionId);
-        const done = `restore undone (${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back)`;
-        transcript.info(`Restore undone: ${result.restoredFiles.length} file(s), ${result.restoredEvents} event(s) back.`);
+        const done = `restore undone (${undoneText(result)})`;
+        transcript.info(`Restore undone: ${undoneText(result)}.`);
         if (conflicts.length) {
             transcript.info(`${conflictsText(conflicts, SINCE_RESTORE)}.`, 'warning');
         }
@@ -204,10 +205,6 @@ const OVERWRITE = 'Overwrite them';
 const UNDO = 'Undo Restore';
 /** What an undo's conflicts changed since. */
 const SINCE_RESTORE = 'the restore wrote';
-
-function filesText(paths: string[]): string {
-    return paths.length ? `${paths.length} file(s): ${listPaths(paths)}` : 'no files';
-}
 
 function upperFirst(text: string): string {
     return text.charAt(0).toUpperCase() + text.slice(1);

@@ -8,7 +8,8 @@
  */
 
 import * as vscode from 'vscode';
-import { checkpointName, previewRows, previewSummary, restoreChoice, reviewTitle } from '../protocol/reviewText';
+import { checkpointLabel } from '../protocol/restoreText';
+import { previewRows, previewSummary, restoreChoice, reviewTitle } from '../protocol/reviewText';
 import type { PreviewFile, RestorePreview } from '../protocol/types';
 import type { CheckpointInfo, RestoreParams } from '../protocol/types';
 import { baseName, showChanges, showConflict, showFileDiff } from './diffViews';
@@ -45,7 +46,7 @@ export async function chooseRestoreFiles(
     if (!preview.files.length) {
         return { paths: [], force: false };
     }
-    const name = checkpointName(preview.checkpoint ?? checkpoint);
+    const name = checkpointLabel(preview.checkpoint ?? checkpoint);
     return pick(docs, preview, name);
 }
 

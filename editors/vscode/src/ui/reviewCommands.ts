@@ -7,7 +7,8 @@
  */
 
 import * as vscode from 'vscode';
-import { checkpointName, reviewTitle } from '../protocol/reviewText';
+import { checkpointLabel } from '../protocol/restoreText';
+import { reviewTitle } from '../protocol/reviewText';
 import type { ChangesParams, FileDiff } from '../protocol/types';
 import type { CheckpointInfo } from '../protocol/types';
 import { WHOLE, pickCheckpoint } from './checkpointPicker';
@@ -141,7 +142,7 @@ export class ReviewCommands {
         const { checkpoints } = await api.checkpoints(sessionId);
         const index = checkpoints.findIndex((c) => c.seq === seq);
         const c = index >= 0 ? checkpoints[index] : known;
-        return c ? checkpointName(c, index >= 0 ? index : undefined) : `#${seq}`;
+        return c ? checkpointLabel(c, index >= 0 ? index + 1 : undefined) : `#${seq}`;
     }
 }
 
