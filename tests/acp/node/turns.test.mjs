@@ -26,6 +26,9 @@ test("initialize answers protocol version 1 and advertises loadSession", async (
     assert.deepEqual(answer.agentCapabilities._meta["agent-host"].methods, [
       "_agent-host/checkpoints",
       "_agent-host/restore",
+      "_agent-host/restorePreview",
+      "_agent-host/changes",
+      "_agent-host/revertFiles",
       "_agent-host/undoRestore",
       "_agent-host/compact",
       "_agent-host/fork",
