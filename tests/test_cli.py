@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -495,8 +496,13 @@ def test_demo_runs_a_whole_session_offline(tmp_path):
     assert "deleted NOTES.md" in out
     assert (
         "restore to before 'Add a test for greet':\n  deleted test_greet.py\n"
-        "  created NOTES.md\n  2 files (NOTES.md, test_greet.py)"
+        "  created NOTES.md\n  2 files (NOTES.md, test_greet.py), "
     ) in out
+    # Checkpoints by their number and prompt, counts in messages (never seqs or events).
+    assert "  2 · 'Add a test for greet'  changed: test_greet.py" in out
+    assert re.search(r"test_greet.py\), \d+ messages removed\n", out), out
+    assert re.search(r"  2 files and \d+ messages back\n", out), out
+    assert "seq" not in out and "event" not in out
     files_lines = [line for line in out.splitlines() if line.startswith("  files:")]
     assert files_lines == [
         "  files: README.md, greet.py, test_greet.py",

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..session.changes import count
 from ..session.events import FileSnapshot, ToolCall, ToolResult, TurnEnd
 from ..session.host import AgentHost
 from ..session.model import TextDelta
@@ -51,7 +52,7 @@ async def run_demo(
             out("\ncheckpoints:")
             checkpoints = await host.list_checkpoints()
             for c in checkpoints:
-                out(f"  seq {c.seq:>3}  {c.prompt!r}  changed: {', '.join(c.files) or '-'}")
+                out(f"  {c.ordinal} · {c.prompt!r}  changed: {', '.join(c.files) or '-'}")
 
             target = checkpoints[1]
             out(f"\nrestore to before {target.prompt!r}:")
@@ -59,13 +60,16 @@ async def run_demo(
             out(
                 f"  {len(restored.restored_files)} files "
                 f"({', '.join(sorted(restored.restored_files))}), "
-                f"{restored.removed_events} events set aside"
+                f"{count(restored.messages_removed, 'message')} removed"
             )
             _show_files(project, out)
 
             out("\nundo the restore:")
             undone = await host.undo_restore()
-            out(f"  {len(undone.restored_files)} files and {undone.restored_events} events back")
+            out(
+                f"  {count(len(undone.restored_files), 'file')} and "
+                f"{count(undone.messages_restored, 'message')} back"
+            )
             _show_files(project, out)
             turns = len(await host.list_checkpoints())
             out(f"\nsession {host.session_id}: {turns} turns, cost ${host.cost:.4f}")
