@@ -262,7 +262,12 @@ def test_a_10_gb_file_is_stopped_by_the_file_size_limit(place):
 
 def test_a_daemon_that_setsids_ends_with_the_call(place):
     survived = place.ws / "survived.txt"
-    command = "setsid sh -c 'sleep 1; echo alive > survived.txt' >/dev/null 2>&1 &"
+    # The call returns only once the daemon is in its own session: otherwise a loaded
+    # machine can end the call (and its process group) before setsid has run.
+    command = (
+        "rm -f started; setsid sh -c 'touch started; sleep 1; echo alive > survived.txt' "
+        ">/dev/null 2>&1 & while [ ! -e started ]; do sleep 0.01; done"
+    )
     assert place.run(command, "workspace-write")["exit_code"] == 0
     time.sleep(2)
     assert not survived.exists(), "a confined daemon outlived its call"
