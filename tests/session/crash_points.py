@@ -13,11 +13,18 @@ statement and commit -- and SIGKILLs itself just before step ``kill_at``: a
 crash at exactly that point.
 A child that gets to the end reports how many steps it made (``kill_at`` 0 runs
 to the end), so the caller can enumerate every point.
+
+A job may instead name a state to crash in: ``kill_when_present``, a glob, kills
+the child just before the first durable step at which a path matches it (say, a
+write's temp file). Step numbers cannot: the steps of the threads a turn runs
+interleave differently from run to run, and a state that lasts one step (a temp
+file, between its fsync and its rename) can fall between two runs' numbers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import signal
@@ -30,13 +37,16 @@ STEPS = ("fsync", "fdatasync", "rename", "replace", "unlink", "pwrite")
 
 
 class _Counter:
-    def __init__(self, kill_at: int) -> None:
+    def __init__(self, kill_at: int, kill_when_present: str | None = None) -> None:
         self.kill_at = kill_at
+        self.kill_when_present = kill_when_present
         self.steps = 0
 
     def step(self) -> None:
         self.steps += 1
-        if self.steps == self.kill_at:
+        if self.steps == self.kill_at or (
+            self.kill_when_present is not None and glob.glob(self.kill_when_present)
+        ):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -144,7 +154,7 @@ def _summary(result: object) -> object:
 
 
 def _child(job: dict) -> None:
-    counter = _Counter(job["kill_at"])
+    counter = _Counter(job["kill_at"], job.get("kill_when_present"))
     try:
         result = asyncio.run(_run(job, counter))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, then exit
