@@ -23,6 +23,10 @@ from pygls.exceptions import JsonRpcException
 from .conftest import SERVER_COMMAND, write_script
 
 INVALID_PARAMS = -32602
+STARTUP_TIMEOUT = 60.0
+"""How long a new server may take to answer ``initialize``: its imports alone take
+seconds when CI's four test processes and tsc share two cores. A server that
+exits fails at once (:meth:`RawServer.response` stops waiting); a hung one, after this."""
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+")
 
 
@@ -182,7 +186,9 @@ class RawServer:
         assert answer is not None, f"no answer to {method} within {timeout}s{self._state()}"
         return answer
 
-    def initialize(self, root: Path, store: Path, model: str) -> dict:
+    def initialize(
+        self, root: Path, store: Path, model: str, timeout: float = STARTUP_TIMEOUT
+    ) -> dict:
         answer = self.call(
             "initialize",
             {
@@ -191,6 +197,7 @@ class RawServer:
                 "capabilities": {},
                 "initializationOptions": {"store": str(store), "model": model, "approval": "auto"},
             },
+            timeout,
         )
         self.notify("initialized", {})
         return answer

@@ -24,7 +24,7 @@ from agent_host.service.errors import ErrorKind, describe, kind_of
 from agent_host.session import errors
 from agent_host.session.workspace.listing import GLOB_EXPANSION_LIMIT, compile_glob
 from tests.acp.raw import RawAgent
-from tests.server.wire import RawServer, assert_clean_error
+from tests.server.wire import STARTUP_TIMEOUT, RawServer, assert_clean_error
 
 CLIENT_SIDE = {"agent_host.client"}
 """Errors of the Python client of ``agent-host serve``: raised in the caller's
@@ -204,7 +204,7 @@ def test_a_bugs_valueerror_through_agent_host_acp(tmp_path, model):
     workspace.mkdir()
     agent = RawAgent(workspace, tmp_path / "store", model, launcher=LAUNCHER)
     try:
-        assert "result" in agent.call("initialize", {"protocolVersion": 1})
+        assert "result" in agent.call("initialize", {"protocolVersion": 1}, STARTUP_TIMEOUT)
         bug = agent.call("session/list", {"cursor": "bug"})["error"]
         assert bug["code"] == -32603, bug
         assert bug["message"] == "internal error (ValueError); the agent's stderr has the details"
