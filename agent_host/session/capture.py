@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .blob_pins import new_holder
-from .blobs import BlobStore
+from .blobs import BlobStore, blob_id
 from .capture_diff import (
     CapturedChanges,
     Entry,
@@ -358,12 +358,31 @@ class WorkspaceIndex:
                     results = read_batch(self._roots[0], batch, self._max)
                 else:
                     results = await asyncio.to_thread(read_batch, self._roots[0], batch, self._max)
-                datas = [data for _, _, data in results if data is not None]
+                # A file read again whose content is the blob the index holds (a racy
+                # one, most often) is not stored again: the index pins that blob.
+                same = [
+                    data is not None and item.old is not None and item.old[1] == blob_id(data)
+                    for item, _, data in results
+                ]
+                datas = [
+                    data
+                    for (_, _, data), kept in zip(results, same, strict=True)
+                    if data is not None and not kept
+                ]
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
                 ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
                 self._pinned = True
                 found.extend(
-                    (item, sig, None if data is None else next(ids)) for item, sig, data in results
+                    (
+                        item,
+                        sig,
+                        None
+                        if data is None
+                        else item.old[1]
+                        if kept and item.old is not None
+                        else next(ids),
+                    )
+                    for (item, sig, data), kept in zip(results, same, strict=True)
                 )
             # No await from here on: a pass cancelled before this left the index as
             # it was, so nothing it saw is lost; the next pass sees it again.
