@@ -5,6 +5,7 @@
     python bench/bench_turn_p9.py                          # 100k files / 400 MB, 15 rounds
     python bench/bench_turn_p9.py --quick                  # 10k files / 200 MB, 7 rounds
     python bench/bench_turn_p9.py --files 100000:400 --sandbox full,workspace-write
+    python bench/bench_turn_p9.py --gap 3.2 --workspace /tmp/ws100k   # a tree kept from before
 
 The workspace is bench_capture_p9's (source-like files in nested folders, a root
 .gitignore), written, synced and left 3.5 s so no file is in the index's racy window.
@@ -26,6 +27,13 @@ capture-on turn an untimed ``refresh()`` of its index takes in what the other ho
 command changed (else it would be counted as the user's edits, read and stored).
 The capture-on host's first index (every file read and stored) is built before the
 rounds and reported on its own line.
+
+Racy files: a file whose mtime is within 3 s of the pass that read it is read again by
+every pass until it is older (its stat could hide a change made in the same clock
+tick). Turns back to back (``--gap 0``, the default) make every file the last ~3 s of
+turns changed racy, which a real session, whose model calls take seconds, rarely
+has; ``--gap 3.2`` waits that long (untimed) between rounds. The median count of racy
+files at the capture-on turn's start is printed.
 
 Where the capture-on turn's extra time goes: ``capture_log.begin`` (refresh, save
 of the index copy the write-ahead CaptureStarted names, its append) and
@@ -124,16 +132,20 @@ async def run(args: argparse.Namespace, work: Path) -> None:
     from agent_host import AgentHost
 
     files, megabytes = args.files
-    ws = work / "ws"
-    ws.mkdir()
-    t0 = time.perf_counter()
-    total = generate(ws, files, megabytes * 1_000_000)
-    os.sync()
-    print(
-        f"\n== {files} files, {total / 1e6:.0f} MB, written in "
-        f"{time.perf_counter() - t0:.1f} s; waiting out the racy window"
-    )
-    time.sleep(3.5)
+    if args.workspace:
+        ws = Path(args.workspace).absolute()
+        print(f"\n== {files} files of {ws}, as bench_capture_p9 lays them out")
+    else:
+        ws = work / "ws"
+        ws.mkdir()
+        t0 = time.perf_counter()
+        total = generate(ws, files, megabytes * 1_000_000)
+        os.sync()
+        print(
+            f"\n== {files} files, {total / 1e6:.0f} MB, written in "
+            f"{time.perf_counter() - t0:.1f} s; waiting out the racy window"
+        )
+        time.sleep(3.5)
 
     turns = WARMUP + args.rounds
     hosts: dict[str, AgentHost] = {}
@@ -164,14 +176,19 @@ async def run(args: argparse.Namespace, work: Path) -> None:
     phases = Phases()
     times: dict[str, list[float]] = {name: [] for name in hosts}
     names = list(hosts)
+    racy: list[int] = []
     try:
         for it in range(turns):
             k = it % len(names)
+            if args.gap:
+                await asyncio.sleep(args.gap)
             for name in names[k:] + names[:k]:
                 host = hosts[name]
                 index = host._resources.index()
                 if index is not None:
                     await index.refresh()  # untimed: the other hosts' commands
+                    if it >= WARMUP:
+                        racy.append(len(index._racy))
                 gc.collect()
                 phases.on = it >= WARMUP and index is not None
                 t0 = time.perf_counter()
@@ -221,6 +238,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
                 "changes": "    changes()",
             }[name]
             row(what, phases.times[name])
+    print(f"racy files at a capture-on turn's start (median): {quantile(racy, 0.5)}")
     for name, took in first.items():
         print(f"first index of the capture-on host ({name}), not in the rounds: {took:.1f} s")
 
@@ -260,6 +278,8 @@ def main() -> None:
         help="sandbox policies, each a pair of hosts (default full)",
     )
     parser.add_argument("--quick", action="store_true", help="10000:200 and 7 rounds")
+    parser.add_argument("--gap", type=float, default=0.0, help="seconds between rounds (0)")
+    parser.add_argument("--workspace", help="an existing tree of --files files (kept)")
     parser.add_argument("--dir", help="where the files go (one filesystem for the run)")
     args = parser.parse_args()
     args.files = args.files or ((10_000, 200) if args.quick else (100_000, 400))
@@ -274,7 +294,10 @@ def main() -> None:
     print(f"  files under {work} ({filesystem_of(base)}); OS page cache warm")
     print(f"  agent_host at {git_state()}; sandbox {', '.join(args.sandbox)}")
     print(f"  load average {load_average()}{io_pressure()}")
-    print(f"  {args.rounds} rounds after {WARMUP} warm-up, one turn of each host a round, rotated")
+    print(
+        f"  {args.rounds} rounds after {WARMUP} warm-up, one turn of each host a round, "
+        f"rotated; {args.gap:g} s between rounds"
+    )
     started = time.perf_counter()
     try:
         asyncio.run(run(args, work))
