@@ -160,6 +160,9 @@ class WorkspaceIndex:
         copy names."""
         self._since_base: set[str] = set()
         self._folders_since_base: set[str] = set()
+        self._unlisted: set[str] = set()
+        """Folders that could not be listed (their signature says so): while there
+        are any, passes walk. Kept as passes go, not found by a look at every folder."""
         # Watching (see capture_watch): None until the first pass opens it, and
         # when it cannot be had or was given up (then every pass walks).
         self._watch = watch
@@ -269,6 +272,7 @@ class WorkspaceIndex:
         index = cls(copy.roots, blobs, watch=False)
         index._files = copy.files
         index._folders = copy.folders
+        index._unlisted = {k for k, sig in copy.folders.items() if sig.startswith("unlisted")}
         index._racy = copy.racy
         index._indexed = True
         return index
@@ -412,7 +416,7 @@ class WorkspaceIndex:
                 or plan.removals
                 or stale
                 or racy != self._racy
-                or plan.folders != self._folders
+                or self._folders_changed(plan)
             ):
                 self._saved = None  # what save() stored is no longer the index
             if self._base is not None:
@@ -424,6 +428,7 @@ class WorkspaceIndex:
                     since.update(plan.updates)
                     since.update(item.path for item, _, _ in found)
                     self._folders_since_base.update(plan.folders_touched)
+            self._note_unlisted(plan)
             self._folders = plan.folders
             self._racy = racy
             self._stale -= stale
@@ -493,7 +498,7 @@ class WorkspaceIndex:
         return (
             not self._walk_due
             and time.monotonic() - self._walked_at < self._verify_every
-            and not any(sig.startswith("unlisted") for sig in self._folders.values())
+            and not self._unlisted
             and self._walker.exclude_sigs() == self._excludes
         )
 
@@ -555,6 +560,25 @@ class WorkspaceIndex:
                 self._unwatch()
         self.walks += 1
         return self._diff(stale, report).walk(walk)
+
+    def _folders_changed(self, plan: Plan) -> bool:
+        """Whether the pass changed the folders the index holds (of a watched pass,
+        only those its events named can have changed)."""
+        old = self._folders
+        if plan.folders_touched is None:
+            return plan.folders != old
+        return any(plan.folders.get(key) != old.get(key) for key in plan.folders_touched)
+
+    def _note_unlisted(self, plan: Plan) -> None:
+        folders = plan.folders
+        if plan.folders_touched is None:
+            self._unlisted = {k for k, sig in folders.items() if sig.startswith("unlisted")}
+            return
+        for key in plan.folders_touched:
+            if folders.get(key, "").startswith("unlisted"):
+                self._unlisted.add(key)
+            else:
+                self._unlisted.discard(key)
 
     def _diff(self, stale: frozenset[str], report: bool) -> IndexDiff:
         return IndexDiff(self._files, self._folders, self._racy, stale, report)

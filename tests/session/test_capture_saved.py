@@ -206,3 +206,26 @@ async def test_a_racy_file_read_again_unchanged_is_not_stored_again(ws, tmp_path
         assert (await recording.get(change.after)) == (ws / "a.py").read_bytes()
     finally:
         await index.close()
+
+
+async def test_a_folder_that_cannot_be_listed_makes_passes_walk_until_it_can(ws, monkeypatch):
+    """Kept as passes go (not found by a look at every folder): an ignored folder
+    a watched pass could not list makes the next pass walk; once listed, passes
+    drain again."""
+    from agent_host.session import capture_watch
+
+    index = await watching_index(ws, MemoryBlobStore())
+    try:
+        real = capture_watch.sign_folder
+        monkeypatch.setattr(capture_watch, "sign_folder", lambda path: ("unlisted 13", False))
+        sh(ws, "echo x > node_modules/other.js")
+        got = await index.changes()
+        assert got.not_captured == ["node_modules/"] and index.walks == 1
+        monkeypatch.setattr(capture_watch, "sign_folder", real)
+        await index.refresh()
+        assert index.walks == 2  # the folder could not be listed: this pass walked
+        sh(ws, "echo a2 >> a.py")
+        assert [c.path for c in (await index.changes()).changes] == ["a.py"]
+        assert index.walks == 2  # listed again by that walk: drained since
+    finally:
+        await index.close()
