@@ -90,14 +90,18 @@ def script(path: Path, turns: int, files: int, seed: str) -> None:
 
 
 class Phases:
-    """capture_log.begin / end and the index's passes, timed where the turn calls them."""
+    """Where a turn's time goes: capture_log.begin / end, the index's passes, the log's
+    appends and the command itself, summed over each timed turn, per host."""
 
     def __init__(self) -> None:
         from agent_host.session import capture_log
         from agent_host.session.capture import WorkspaceIndex
+        from agent_host.session.state import SessionState
+        from agent_host.session.workspace.disk import DiskWorkspace
 
-        self.times: dict[str, list[float]] = {}
-        self.on = False
+        self.times: dict[str, dict[str, list[float]]] = {}
+        self.turn: dict[str, float] | None = None
+        """The sums of the turn being timed (None: none is)."""
         self._undo: list[tuple[Any, str, Any]] = []
         for owner, name in (
             (capture_log, "begin"),
@@ -105,8 +109,18 @@ class Phases:
             (WorkspaceIndex, "refresh"),
             (WorkspaceIndex, "save"),
             (WorkspaceIndex, "changes"),
+            (SessionState, "append"),
+            (DiskWorkspace, "run_command"),
         ):
             self._wrap(owner, name)
+
+    def begin(self) -> None:
+        self.turn = {}
+
+    def end(self, host: str) -> None:
+        turn, self.turn = self.turn or {}, None
+        for name, took in turn.items():
+            self.times.setdefault(host, {}).setdefault(name, []).append(took)
 
     def _wrap(self, owner: Any, name: str) -> None:
         real = getattr(owner, name)
@@ -117,8 +131,8 @@ class Phases:
             try:
                 return await real(*args, **kwargs)
             finally:
-                if phases.on:
-                    phases.times.setdefault(name, []).append(time.perf_counter() - t0)
+                if phases.turn is not None:
+                    phases.turn[name] = phases.turn.get(name, 0.0) + time.perf_counter() - t0
 
         self._undo.append((owner, name, real))
         setattr(owner, name, timed)
@@ -190,11 +204,13 @@ async def run(args: argparse.Namespace, work: Path) -> None:
                     if it >= WARMUP:
                         racy.append(len(index._racy))
                 gc.collect()
-                phases.on = it >= WARMUP and index is not None
+                phases.begin()
                 t0 = time.perf_counter()
                 result = await host.send(f"turn {it}")
                 took = time.perf_counter() - t0
-                phases.on = False
+                if it >= WARMUP:
+                    phases.end(name)
+                phases.turn = None
                 if result.stop_reason != "end_turn" or not result.text.endswith("done"):
                     raise RuntimeError(f"{name}: turn {it} ended {result.stop_reason!r}")
                 if it >= WARMUP:
@@ -228,16 +244,18 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             TARGET,
         )
         print(f"{'  extra per turn':<60} {fmt_ms(quantile(on, 0.5) - quantile(off, 0.5)):>10}")
-    for name in ("begin", "refresh", "save", "end", "changes"):
-        if name in phases.times:
-            what = {
-                "begin": "  of it: capture_log.begin (refresh, save, append)",
-                "refresh": "    refresh()",
-                "save": "    save() (the index copy CaptureStarted names)",
-                "end": "  of it: capture_log.end (changes, append)",
-                "changes": "    changes()",
-            }[name]
-            row(what, phases.times[name])
+        for name, what in (
+            ("begin", "  capture_log.begin (refresh, save, append)"),
+            ("refresh", "    refresh()"),
+            ("save", "    save() (the index copy CaptureStarted names)"),
+            ("end", "  capture_log.end (changes, append)"),
+            ("changes", "    changes()"),
+        ):
+            row(what, phases.times[f"on/{policy}"][name])
+        for host in (f"on/{policy}", f"off/{policy}"):
+            took = phases.times[host]
+            row(f"  {host}: the log's appends, all of a turn", took["append"])
+            row(f"  {host}: the command (run_command)", took["run_command"])
     print(f"racy files at a capture-on turn's start (median): {quantile(racy, 0.5)}")
     for name, took in first.items():
         print(f"first index of the capture-on host ({name}), not in the rounds: {took:.1f} s")
