@@ -3,6 +3,7 @@
 
     python bench/bench_capture_p9.py                        # 10k/200 MB and 100k/400 MB
     python bench/bench_capture_p9.py --sizes 2000:40 --repeats 5   # quick
+    python bench/bench_capture_p9.py --quick                # 10k/200 MB only, 7 repeats
 
 One workspace per size (files:megabytes): source-like files in nested folders (sizes
 drawn log-normal), with a root .gitignore as a repository has; written, synced, and
@@ -22,9 +23,17 @@ its own: the watching index (inotify events drained, the named paths lstat'ed); 
 same over a MemoryBlobStore (the capture's own cost, without the blob store's syncs); the
 same index walking (``watch=False``: the stat walk every pass, the fallback); the
 floors -- an inotify drain of the same command's events (watches on every folder,
-inotify_simple's read), and a bare stat walk (os.scandir recursion and an lstat of
-every entry); and the peer's checkpoint, ``git add -A && git commit -q``. Before each
-contender's round an untimed refresh takes in what the others' commands changed.
+inotify_simple's read), a bare stat walk (os.scandir recursion and an lstat of
+every entry), and the floor of storing 10 files' contents durably (10 files of the
+workspace, read and written to one new file with one fsync; and one syncfs(2) of the
+blob store's filesystem after an os.sync(), i.e. with nothing to write); and the
+peer's checkpoint, ``git add -A && git commit -q``. Before each contender's round an
+untimed refresh takes in what the others' commands changed; for the watched
+contenders, when it leaves files racy (read within 3 s of their change: the next pass
+reads them again), 3.1 s are waited and refreshed again, untimed, as the seconds
+between a session's commands would (``--no-settle``: not). The file blob store's
+``put_many`` of ``changes()`` (its 10 blobs: two syncfs) is timed within the watched
+rounds.
 
 Storage (first size only): after the first index, 5 turns each change 10 files by
 commands (sed -i); each turn is captured by both. Reported: how many bytes the blob
@@ -281,8 +290,21 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
     in_memory = WorkspaceIndex([ws], MemoryBlobStore())
     await in_memory.refresh()
     floor = Drain(ws)
+    store_times: list[float] = []
+    timed_store = index._blobs
+    real_put_many = timed_store.put_many
+
+    async def put_many(datas, pin=None):
+        t0 = time.perf_counter()
+        try:
+            return await real_put_many(datas, pin)
+        finally:
+            store_times.append(time.perf_counter() - t0)
+
+    timed_store.put_many = put_many
 
     disk = DiskWorkspace([ws])
+    racy: dict[str, list[int]] = {"watched": [], "memory": [], "walked": []}
     rng = random.Random(f"p9-rounds-{files}")
     times: dict[str, list[float]] = {
         k: []
@@ -299,12 +321,21 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
             "command",
             "drain",
             "walk",
+            "write10",
+            "syncfs",
             "git",
+            "w_store",
         )
     }
 
     async def around(idx: WorkspaceIndex, key: str) -> dict[str, float]:
         await idx.refresh()  # untimed: what the other contenders' commands changed
+        if args.settle and idx._racy and key != "walked":
+            # Read within 3 s of their change, those files would be read again by the
+            # timed pass: wait that out, as the seconds between a session's commands do.
+            time.sleep(3.1)
+            await idx.refresh()
+        racy[key].append(len(idx._racy))
         cmd = ten_files(rng, files)
         t0 = time.perf_counter()
         await idx.refresh()
@@ -323,7 +354,10 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
         }
 
     async def watched() -> dict[str, float]:
-        return await around(index, "watched")
+        store_times.clear()
+        got = await around(index, "watched")
+        got["w_store"] = sum(store_times[-1:])  # the last put_many: changes()'s blobs
+        return got
 
     async def memory() -> dict[str, float]:
         return await around(in_memory, "memory")
@@ -349,13 +383,42 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
             raise RuntimeError("the tree changed under the stat walk")
         return {"walk": time.perf_counter() - t0}
 
+    async def write10() -> dict[str, float]:
+        datas = [(ws / rel(i)).read_bytes() for i in rng.sample(range(files), 10)]
+        path = blob_dir / f"floor-{rng.getrandbits(32):08x}"
+        t0 = time.perf_counter()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            for data in datas:
+                os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        took = time.perf_counter() - t0
+        os.unlink(path)
+        return {"write10": took}
+
+    async def syncfs_idle() -> dict[str, float]:
+        import ctypes
+
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+        os.sync()
+        fd = os.open(blob_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            t0 = time.perf_counter()
+            if syncfs(fd) != 0:
+                raise OSError(ctypes.get_errno(), "syncfs")
+            return {"syncfs": time.perf_counter() - t0}
+        finally:
+            os.close(fd)
+
     async def peer() -> dict[str, float]:
         await disk.run_command(ten_files(rng, files))
         t0 = time.perf_counter()
         git_checkpoint(git_dir, ws)
         return {"git": time.perf_counter() - t0}
 
-    contenders = [watched, memory, walked, drain, walk, peer]
+    contenders = [watched, memory, walked, drain, walk, write10, syncfs_idle, peer]
     for it in range(WARMUP + args.repeats):
         k = it % len(contenders)
         for fn in contenders[k:] + contenders[:k]:
@@ -400,16 +463,25 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
         f"  {entries} entries; the watching index walked "
         f"{walks_in_rounds} times in all (the first index included)\n"
     )
+    print(
+        f"  racy files at the timed refresh (median): watching {quantile(racy['watched'], 0.5)}, "
+        f"in memory {quantile(racy['memory'], 0.5)}"
+        + ("" if args.settle else " (--no-settle: each is read again by the timed passes)")
+    )
     print(head)
     print("-" * len(head))
     row("floor: inotify drain of a 10-file command", times["drain"])
     row(f"floor: stat walk of {entries} entries (scandir + lstat)", times["walk"])
     row("peer: git add -A && git commit (10 files changed)", times["git"])
+    row("floor: 10 files written to one file + fsync", times["write10"])
+    row("floor: one syncfs(2) with nothing to write", times["syncfs"])
     row("ours watching: refresh() + changes()  [P9]", times["watched"], times["git"], "git")
     absolute("  same, absolute", times["watched"], 5.0)
     row("  same, vs the drain floor", times["watched"], times["drain"], "drain")
+    row("  same, vs the store floor (write + fsync)", times["watched"], times["write10"], "floor")
     row("  refresh()", times["w_refresh"])
     row("  changes()", times["w_changes"])
+    row("    of it: FileBlobStore.put_many (10 blobs)", times["w_store"])
     row("ours watching, blobs in memory (capture's own cost)", times["memory"], times["git"], "git")
     absolute("  same, absolute", times["memory"], 5.0)
     row("  refresh()", times["m_refresh"])
@@ -497,8 +569,17 @@ def main() -> None:
         default=sizes("10000:200,100000:400"),
         help="files:megabytes of each workspace (default 10000:200,100000:400)",
     )
+    parser.add_argument("--quick", action="store_true", help="10000:200 only, 7 repeats")
+    parser.add_argument(
+        "--no-settle",
+        dest="settle",
+        action="store_false",
+        help="time watched passes right after the others' commands, racy files and all",
+    )
     parser.add_argument("--dir", help="where the files go (one filesystem for the run)")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.repeats = sizes("10000:200"), 7
     if any(f < 10 for f, _ in args.sizes) or args.repeats < 1 or args.first_repeats < 1:
         parser.error("files >= 10, --repeats >= 1 and --first-repeats >= 1")
     base = Path(args.dir).expanduser().absolute() if args.dir else default_base()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import threading
 import time
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .blob_pins import new_holder
-from .blobs import BlobStore
+from .blobs import BlobStore, blob_id
 from .capture_diff import (
     CapturedChanges,
     Entry,
@@ -41,7 +42,7 @@ from .capture_diff import (
     under,
 )
 from .capture_read import batches, read_batch
-from .capture_saved import decode, encode
+from .capture_saved import SavedDelta, SavedIndex, apply, decode, encode, encode_delta
 from .capture_walk import (
     Sig,
     Walker,
@@ -96,6 +97,17 @@ _INLINE_BYTES = 1024 * 1024
 """A watched pass that names at most this many paths, and reads at most this many
 files and bytes, runs on the event loop: less than a thread's hand-off costs."""
 
+
+def rebase_at(entries: int) -> int:
+    """How many files and folders a delta copy may name before :meth:`save` writes
+    a whole copy again. A whole copy costs about ``entries``, a delta what changed
+    since the last whole one: for commands of ``k`` changes, rebasing after ``m``
+    commands costs per command ``entries/m + k*m/2``, least at ``m = sqrt(2 *
+    entries / k)``, when the delta names ``k*m = sqrt(2 * k * entries)`` -- for
+    10-file commands, ``sqrt(20 * entries)`` (1,414 of 100,000)."""
+    return max(256, math.isqrt(20 * entries))
+
+
 _RACY_NS = 3_000_000_000
 """A file whose mtime is this close to the moment it was read may change again within
 the same timestamp tick and keep its stat (ext4's clock ticks every few ms; ext3 and
@@ -142,6 +154,15 @@ class WorkspaceIndex:
         self._lapsed = False
         self._saved: str | None = None
         """The blob of :meth:`save`'s copy, while the index is as it was then."""
+        self._base: str | None = None
+        """The blob of the last whole copy :meth:`save` stored (None: the next is
+        whole), and what passes changed since: the files and folder keys a delta
+        copy names."""
+        self._since_base: set[str] = set()
+        self._folders_since_base: set[str] = set()
+        self._unlisted: set[str] = set()
+        """Folders that could not be listed (their signature says so): while there
+        are any, passes walk. Kept as passes go, not found by a look at every folder."""
         # Watching (see capture_watch): None until the first pass opens it, and
         # when it cannot be had or was given up (then every pass walks).
         self._watch = watch
@@ -187,27 +208,71 @@ class WorkspaceIndex:
         it in any process. Stored again only when a pass changed the index."""
         async with self._lock:  # no pass changes the index meanwhile
             if self._saved is None:
-                # On a worker thread: tens of milliseconds for a large workspace.
-                data = await asyncio.to_thread(self._encode)
+                changed = len(self._since_base) + len(self._folders_since_base)
+                whole = self._base is None or changed > rebase_at(
+                    len(self._files) + len(self._folders)
+                )
+                if whole:
+                    # On a worker thread: ~0.1 s for 100,000 files.
+                    data = await asyncio.to_thread(self._encode)
+                elif changed > _INLINE_PATHS:
+                    data = await asyncio.to_thread(self._encode_delta)
+                else:
+                    data = self._encode_delta()
                 # Pinned as the contents are: the next command's capture_started
                 # names this copy again while the index is unchanged, so gc must
-                # not take it in between.
+                # not take it in between. A delta's base was pinned when stored.
                 (self._saved,) = await self._blobs.put_many([data], self._holder)
                 self._pinned = True
+                if whole:
+                    self._base = self._saved
+                    self._since_base.clear()
+                    self._folders_since_base.clear()
             return self._saved
 
     def _encode(self) -> bytes:
         return encode(self._roots, self._files, self._folders, self._racy | self._stale)
 
+    def _encode_delta(self) -> bytes:
+        assert self._base is not None
+        files, folders = self._files, self._folders
+        return encode_delta(
+            self._base,
+            self._roots,
+            {path: files.get(path) for path in self._since_base},
+            {key: folders.get(key) for key in self._folders_since_base},
+            self._racy | self._stale,
+        )
+
+    @classmethod
+    async def load_saved(cls, blob: str, blobs: BlobStore) -> WorkspaceIndex:
+        """The index :meth:`save` stored as ``blob``, ready for :meth:`changes`: what
+        changed on disk since it was saved. BlobNotFound or BlobCorrupt if it (or
+        the whole copy a delta names) cannot be read, ValueError if it is not one."""
+        copy = await asyncio.to_thread(decode, await blobs.get(blob))
+        if isinstance(copy, SavedDelta):
+            base = await asyncio.to_thread(decode, await blobs.get(copy.base))
+            if not isinstance(base, SavedIndex):
+                raise ValueError(f"the delta {blob} names another delta, {copy.base}")
+            copy = apply(base, copy)
+        return cls._of(copy, blobs)
+
     @classmethod
     def load(cls, data: bytes, blobs: BlobStore) -> WorkspaceIndex:
-        """The index :meth:`save` stored (ValueError if ``data`` is not one), ready
-        for :meth:`changes`: what changed on disk since it was saved."""
+        """The index of a whole copy :meth:`save` stored (ValueError if ``data`` is
+        not one; a delta is read by :meth:`load_saved`)."""
         copy = decode(data)
+        if isinstance(copy, SavedDelta):
+            raise ValueError(f"a delta of the saved index {copy.base}, not a whole copy")
+        return cls._of(copy, blobs)
+
+    @classmethod
+    def _of(cls, copy: SavedIndex, blobs: BlobStore) -> WorkspaceIndex:
         # Loaded to finish one capture: one walk, nothing to watch.
         index = cls(copy.roots, blobs, watch=False)
         index._files = copy.files
         index._folders = copy.folders
+        index._unlisted = {k for k, sig in copy.folders.items() if sig.startswith("unlisted")}
         index._racy = copy.racy
         index._indexed = True
         return index
@@ -297,12 +362,31 @@ class WorkspaceIndex:
                     results = read_batch(self._roots[0], batch, self._max)
                 else:
                     results = await asyncio.to_thread(read_batch, self._roots[0], batch, self._max)
-                datas = [data for _, _, data in results if data is not None]
+                # A file read again whose content is the blob the index holds (a racy
+                # one, most often) is not stored again: the index pins that blob.
+                same = [
+                    data is not None and item.old is not None and item.old[1] == blob_id(data)
+                    for item, _, data in results
+                ]
+                datas = [
+                    data
+                    for (_, _, data), kept in zip(results, same, strict=True)
+                    if data is not None and not kept
+                ]
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
                 ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
                 self._pinned = True
                 found.extend(
-                    (item, sig, None if data is None else next(ids)) for item, sig, data in results
+                    (
+                        item,
+                        sig,
+                        None
+                        if data is None
+                        else item.old[1]
+                        if kept and item.old is not None
+                        else next(ids),
+                    )
+                    for (item, sig, data), kept in zip(results, same, strict=True)
                 )
             # No await from here on: a pass cancelled before this left the index as
             # it was, so nothing it saw is lost; the next pass sees it again.
@@ -332,9 +416,19 @@ class WorkspaceIndex:
                 or plan.removals
                 or stale
                 or racy != self._racy
-                or plan.folders != self._folders
+                or self._folders_changed(plan)
             ):
                 self._saved = None  # what save() stored is no longer the index
+            if self._base is not None:
+                if plan.folders_touched is None:
+                    self._base = None  # a walk: the next copy is whole
+                else:
+                    since = self._since_base
+                    since.update(plan.removals)
+                    since.update(plan.updates)
+                    since.update(item.path for item, _, _ in found)
+                    self._folders_since_base.update(plan.folders_touched)
+            self._note_unlisted(plan)
             self._folders = plan.folders
             self._racy = racy
             self._stale -= stale
@@ -359,6 +453,7 @@ class WorkspaceIndex:
         await self._blobs.pin(self._holder, held)
         gone = await self._blobs.missing(held)
         self._saved = None  # a copy save() stored may be gone too: store it again
+        self._base = None  # and a whole one, which a delta would name
         for path, (sig, blob) in list(self._files.items()):
             if blob in gone:
                 self._files[path] = (sig, None)
@@ -403,7 +498,7 @@ class WorkspaceIndex:
         return (
             not self._walk_due
             and time.monotonic() - self._walked_at < self._verify_every
-            and not any(sig.startswith("unlisted") for sig in self._folders.values())
+            and not self._unlisted
             and self._walker.exclude_sigs() == self._excludes
         )
 
@@ -465,6 +560,25 @@ class WorkspaceIndex:
                 self._unwatch()
         self.walks += 1
         return self._diff(stale, report).walk(walk)
+
+    def _folders_changed(self, plan: Plan) -> bool:
+        """Whether the pass changed the folders the index holds (of a watched pass,
+        only those its events named can have changed)."""
+        old = self._folders
+        if plan.folders_touched is None:
+            return plan.folders != old
+        return any(plan.folders.get(key) != old.get(key) for key in plan.folders_touched)
+
+    def _note_unlisted(self, plan: Plan) -> None:
+        folders = plan.folders
+        if plan.folders_touched is None:
+            self._unlisted = {k for k, sig in folders.items() if sig.startswith("unlisted")}
+            return
+        for key in plan.folders_touched:
+            if folders.get(key, "").startswith("unlisted"):
+                self._unlisted.add(key)
+            else:
+                self._unlisted.discard(key)
 
     def _diff(self, stale: frozenset[str], report: bool) -> IndexDiff:
         return IndexDiff(self._files, self._folders, self._racy, stale, report)

@@ -85,6 +85,8 @@ class Plan:
     """Of the files looked at, those with other hard links."""
     seen: set[str] = attrs.Factory(set)
     """The paths a watched pass looked at (of a walk: unused)."""
+    folders_touched: set[str] | None = None
+    """The keys of ``folders`` a watched pass may have changed; None for a walk."""
 
 
 @attrs.frozen
@@ -137,6 +139,7 @@ class IndexDiff:
             [], {}, [], [], [], folders, seen.started_ns, seen.stat_only, seen.looked, seen.linked
         )
         plan.seen = seen.files.keys() | seen.gone
+        plan.folders_touched = set(seen.ignored)
         for key, signed in seen.ignored.items():
             then = folders.pop(key, None)
             if signed is not None:

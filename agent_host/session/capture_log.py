@@ -2,7 +2,8 @@
 restore is silently partial.
 
 Before a command (or an MCP tool) runs, the workspace index is brought up to date
-and stored (:meth:`WorkspaceIndex.save`), and a CaptureStarted naming it is
+and stored (:meth:`WorkspaceIndex.save`: whole, or what changed since a whole copy it
+names), and a CaptureStarted naming it is
 appended. After it, what changed and a CaptureEnded are appended together. A
 crash anywhere in between leaves the CaptureStarted pending: the next operation
 on the session, in any process and under the session's turn lease, rebuilds the
@@ -77,8 +78,7 @@ async def finish_pending(state: SessionState) -> bool:
         return False
     blobs = state.store.blobs
     try:
-        data = await blobs.get(started.index)
-        index = await asyncio.to_thread(WorkspaceIndex.load, data, blobs)
+        index = await WorkspaceIndex.load_saved(started.index, blobs)
     except (BlobNotFound, BlobCorrupt, ValueError) as exc:
         # Which files the work changed is unknown: the whole workspace ("./", as
         # folders are shown) is what a restore cannot vouch for.
@@ -105,13 +105,17 @@ async def pinned_blobs(events: Sequence[ev.Event], blobs: BlobStore) -> set[str]
     stored index, and the contents that index names -- the "before" of whatever the
     command changed, which no event names until the capture is finished."""
     from .capture import WorkspaceIndex
+    from .capture_saved import SavedDelta, decode
 
     started = pending_capture(events)
     if started is None:
         return set()
+    kept = {started.index}
     try:
-        data = await blobs.get(started.index)
-        index = await asyncio.to_thread(WorkspaceIndex.load, data, blobs)
+        copy = await asyncio.to_thread(decode, await blobs.get(started.index))
+        if isinstance(copy, SavedDelta):
+            kept.add(copy.base)  # the whole copy it is read with
+        index = await WorkspaceIndex.load_saved(started.index, blobs)
     except (BlobNotFound, BlobCorrupt, ValueError):
-        return {started.index}  # the finisher will say what it cannot capture
-    return {started.index} | index.blob_ids()
+        return kept  # the finisher will say what it cannot capture
+    return kept | index.blob_ids()
