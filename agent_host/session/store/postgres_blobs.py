@@ -31,6 +31,14 @@ PIN_LIFETIME = 24 * 3600.0
 
 
 class PostgresBlobStore:
+    writes_deltas = False
+    """gc never stores versions here as deltas of one another (see session.blob_delta;
+    built for the file and SQLite stores): every blob stays whole, so no blob is the
+    base of another and gc's closure over bases is empty."""
+
+    async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
+        return {}
+
     def __init__(self, pool: Pool, target: Target) -> None:
         self._pool = pool
         self._where = target.url
