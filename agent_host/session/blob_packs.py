@@ -101,8 +101,10 @@ class Packs:
                 self.refresh()
         return None
 
-    def has(self, blob: str) -> bool:
-        if blob not in self._entries:
+    def has(self, blob: str, refresh: bool = True) -> bool:
+        """Whether a pack holds ``blob`` (``refresh``: list the folder again first
+        if none known does; gc, which alone writes packs, need not)."""
+        if refresh and blob not in self._entries:
             self.refresh()
         return blob in self._entries
 

@@ -81,14 +81,14 @@ def _pack(store: FileBlobStore, packs: Packs, keep: set[str], pairs: list[tuple[
     for before, after in pairs:
         if before not in keep or after not in keep or after in is_base:
             continue
-        if after in items or packs.has(after):
+        if after in items or packs.has(after, refresh=False):
             continue  # packed already: a packed entry is never rewritten while kept
         delta = packer.delta(before, after)
         if delta is None:
             continue
         items[after] = (delta, before)
         is_base.add(before)
-        if before not in items and not packs.has(before):
+        if before not in items and not packs.has(before, refresh=False):
             whole = _loose(store, before)
             if whole is not None and blob_codec.delta_base(before, whole) is None:
                 items[before] = (whole, None)

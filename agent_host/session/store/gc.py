@@ -71,7 +71,8 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
         _save(cache_path, records)
     pack = getattr(store.blobs, "gc_and_pack", None)
     if pack is not None:
-        return await pack(referenced, grace_seconds, pairs)
+        # Forks repeat their parent's pairs: each once.
+        return await pack(referenced, grace_seconds, list(dict.fromkeys(pairs)))
     return await store.blobs.gc(referenced, grace_seconds)
 
 

@@ -114,11 +114,12 @@ MIGRATIONS = [
     )
     """,
     # 6: the blobs gc stored as deltas, and each one's base (see session.blob_delta):
-    # apart from ``blobs`` so that gc reads them without the blobs' bytes.
+    # apart from ``blobs`` so that gc reads them without the blobs' bytes; the ids
+    # as their 32 bytes, as there is one row for nearly every version of a file.
     """
     CREATE TABLE blob_bases (
-        id TEXT PRIMARY KEY,
-        base TEXT NOT NULL
+        id BLOB PRIMARY KEY,
+        base BLOB NOT NULL
     ) WITHOUT ROWID
     """,
 ]

@@ -141,9 +141,9 @@ class SqliteBlobStore:
             rows = await asyncio.to_thread(
                 self._store._query,
                 f"SELECT id, base FROM blob_bases WHERE id IN ({','.join('?' * len(chunk))})",
-                tuple(chunk),
+                tuple(bytes.fromhex(b) for b in chunk),
             )
-            found.update(rows)
+            found.update((blob.hex(), base.hex()) for blob, base in rows)
         return found
 
     async def exists(self, blob: str) -> bool:
@@ -190,14 +190,16 @@ class SqliteBlobStore:
         referenced = referenced | self._pins.live()
         with self._store._transaction() as db:
             rows = db.execute("SELECT id, touched_at, length(data) FROM blobs").fetchall()
-            bases = dict(db.execute("SELECT id, base FROM blob_bases").fetchall())
+            bases = {b.hex(): base.hex() for b, base in db.execute("SELECT * FROM blob_bases")}
             fresh = (b for b, t, _ in rows if t >= cutoff)
             keep = blob_delta.close_over_bases([*referenced, *fresh], bases)
             dead = [(b, n) for b, _, n in rows if b not in keep]
             db.executemany("DELETE FROM blobs WHERE id = ?", [(b,) for b, _ in dead])
-            gone = [(b,) for b, _ in dead if b in bases]
-            db.executemany("DELETE FROM blob_bases WHERE id = ?", gone)
-        for (b,) in gone:
+            gone = [b for b, _ in dead if b in bases]
+            db.executemany(
+                "DELETE FROM blob_bases WHERE id = ?", [(bytes.fromhex(b),) for b in gone]
+            )
+        for b in gone:
             del bases[b]
         result = GcResult(len(dead), len(rows) - len(dead), sum(size for _, size in dead))
         return result, bases
@@ -226,12 +228,24 @@ class SqliteBlobStore:
         if not batch:
             return 0
         with self._store._transaction("pack blobs in") as db:
-            # A row gone since it was read (only a put recreates one: whole) is
-            # left as it is: the delta is of content no longer there to replace.
+            # Deleted and inserted anew, not updated in place: a row shrunk in place
+            # leaves its page mostly empty, where new rows fill pages at the table's
+            # end and the old pages empty out, for gc to give back. (Only gc deletes
+            # rows, and collections take turns: each row is still there.)
             written = 0
             for blob, base, delta in batch:
-                if db.execute("UPDATE blobs SET data = ? WHERE id = ?", (delta, blob)).rowcount:
-                    db.execute("INSERT INTO blob_bases (id, base) VALUES (?, ?)", (blob, base))
+                row = db.execute(
+                    "DELETE FROM blobs WHERE id = ? RETURNING touched_at", (blob,)
+                ).fetchone()
+                if row is not None:
+                    db.execute(
+                        "INSERT INTO blobs (id, data, touched_at) VALUES (?, ?, ?)",
+                        (blob, delta, row[0]),
+                    )
+                    db.execute(
+                        "INSERT INTO blob_bases (id, base) VALUES (?, ?)",
+                        (bytes.fromhex(blob), bytes.fromhex(base)),
+                    )
                     written += 1
         return written
 
