@@ -67,13 +67,16 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
         referenced |= blobs
         if record is not None:
             records[info.id] = record
-    if cache_path is not None:
-        _save(cache_path, records)
     pack = getattr(store.blobs, "gc_and_pack", None)
     if pack is not None:
         # Forks repeat their parent's pairs: each once.
-        return await pack(referenced, grace_seconds, list(dict.fromkeys(pairs)))
-    return await store.blobs.gc(referenced, grace_seconds)
+        result: GcResult = await pack(referenced, grace_seconds, list(dict.fromkeys(pairs)))
+    else:
+        result = await store.blobs.gc(referenced, grace_seconds)
+    # Only once the pairs are packed: a record stands for events never read again.
+    if cache_path is not None:
+        _save(cache_path, records)
+    return result
 
 
 async def _session_blobs(
