@@ -173,3 +173,27 @@ async def test_two_collections_at_once_in_two_processes_break_no_chain(url):
         assert len(await store.blobs.delta_bases(ids[path])) >= len(versions) - 2
         assert [await store.blobs.get(b) for b in ids[path]] == versions
     await store.close()
+
+
+async def test_a_collection_waits_for_the_one_under_way(url, tmp_path):
+    """Collections take turns on the store's gc lock (one another process holds
+    here): neither drops a base the other is making a delta of."""
+    import asyncio
+
+    from agent_host.session.store.locking import hold
+
+    store = open_store(url)
+    ids = await store_versions(store, "s1", "a.py", file_versions(4))
+    if url.startswith("sqlite"):
+        lock = tmp_path / "s.db.locks" / "gc.lock"
+    else:
+        lock = tmp_path / "store" / "blobs.gc.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with hold(str(lock)):
+        gc = asyncio.ensure_future(collect_garbage(store, grace_seconds=0))
+        await asyncio.sleep(0.5)
+        assert not gc.done()
+        assert await store.blobs.delta_bases(ids) == {}
+    await asyncio.wait_for(gc, timeout=30)
+    assert len(await store.blobs.delta_bases(ids)) == 3
+    await store.close()
