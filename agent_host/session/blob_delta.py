@@ -14,13 +14,15 @@ time one is added.) The price is that the newest version is the deepest, so chai
 are cut at :data:`MAX_DEPTH`: a version whose base is already that deep is left
 whole and begins a new chain. At 16, reading the deepest 4 KB version costs 16
 zstd decompressions (about 1 ms here) and a 1 MB one about 35 ms, while the
-storage study of issue 27 (100 versions of each file) keeps 7 whole versions a file
+storage study of issue 27 (100 versions of each file) keeps 6 whole versions a file
 in place of 100 (bench/bench_store_p12.py).
 
 A delta needs its base for as long as it is kept: gc keeps the bases of every blob
 it keeps (:func:`close_over_bases`), transitively, whether or not any event still
-refers to them. A version is never made a delta of a blob whose own chain leads
-back to it (a file edited and then put back), so chains have no cycles; reads
+refers to them (so a deleted session's versions that a kept one was packed against
+stay until that one goes too). A version is made a delta only while no other
+version is a delta of it: then no chain can lead back to it (a file edited and put
+back as it was makes no loop), and no chain through it can grow past the cap. Reads
 still stop at :data:`READ_DEPTH_CAP` hops so that a damaged store cannot loop.
 Reads resolve a chain from its whole end and check every link's content against
 its id, so a missing or damaged base is a :class:`BlobCorrupt` naming the blob and
@@ -144,15 +146,16 @@ class Packer:
     ) -> None:
         self._stored_of = stored_of
         self.bases = bases
+        self._is_base = set(bases.values())
         self._where = where
         self._contents: dict[str, bytes] = {}
         self._cached = 0
 
     def delta(self, before: str, after: str) -> bytes | None:
         """The delta form to store ``after`` as, or None to leave it as it is: it is
-        one already, the chain would be too deep or loop, a blob is unreadable, or
-        the delta is no smaller."""
-        if before == after or after in self.bases:
+        one already or the base of one, the chain would be too deep, a blob is
+        unreadable, or the delta is no smaller."""
+        if before == after or after in self.bases or after in self._is_base:
             return None
         chain = depth(before, self.bases, stop=after)
         if chain is None or chain >= MAX_DEPTH:
@@ -169,6 +172,7 @@ class Packer:
         if len(packed) >= len(current):
             return None
         self.bases[after] = before
+        self._is_base.add(before)
         return packed
 
     def _content(self, blob: str, stored: bytes | None = None) -> bytes:

@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 MAGIC = b"AHPACK1\n"
 MERGE_AT = 16
 """More packs than this are merged into one by the next gc."""
+DEAD_SHARE = 0.25
+"""A pack is written anew without its dead entries once they are this share of its
+bytes: the space they hold is bounded so, and the work of dropping them is paid
+once per that much garbage, not once per gc."""
 _ENTRY = struct.Struct(">32s32sQQ")
 _TRAILER = struct.Struct(">QQ8s")
 _NO_BASE = bytes(32)
@@ -150,17 +154,35 @@ class Packs:
         self.refresh()
         return name
 
-    def rewrite(self, keep: set[str]) -> tuple[int, int]:
-        """Drop the packed entries not in ``keep``; merge the packs when there are
-        too many. Packs to drop from are written anew first, then unlinked. The
-        number of entries dropped and the bytes freed."""
+    def stale(self, keep: set[str]) -> set[str]:
+        """The packs worth writing anew: those whose entries not in ``keep`` are
+        :data:`DEAD_SHARE` of their bytes or more, every pack when there are more
+        than :data:`MERGE_AT`. The others keep their dead entries for now (so a
+        large pack is not rewritten whole for a few), and gc keeps what those
+        need."""
         self.refresh()
-        by_pack: dict[str, list[str]] = {}
+        size: dict[str, int] = {}
+        dead: dict[str, int] = {}
+        for blob, (name, _, length, _) in self._entries.items():
+            size[name] = size.get(name, 0) + length
+            if blob not in keep:
+                dead[name] = dead.get(name, 0) + length
+        if len(size) > MERGE_AT:
+            return set(size)
+        return {n for n, d in dead.items() if d >= DEAD_SHARE * size[n]}
+
+    def ids_outside(self, names: set[str]) -> set[str]:
+        """The blobs held by packs other than ``names``."""
+        return {b for b, e in self._entries.items() if e[0] not in names}
+
+    def rewrite(self, stale: set[str], keep: set[str]) -> tuple[int, int]:
+        """Write the entries of the ``stale`` packs that are in ``keep`` to a new
+        pack, then unlink those packs. The number of entries dropped and the bytes
+        freed."""
+        by_pack: dict[str, list[str]] = {name: [] for name in stale}
         for blob, entry in self._entries.items():
-            by_pack.setdefault(entry[0], []).append(blob)
-        stale = {n for n, blobs in by_pack.items() if any(b not in keep for b in blobs)}
-        if len(by_pack) > MERGE_AT:
-            stale = set(by_pack)
+            if entry[0] in by_pack:
+                by_pack[entry[0]].append(blob)
         if not stale:
             return 0, 0
         kept: dict[str, tuple[bytes, str | None]] = {}

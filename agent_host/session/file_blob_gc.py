@@ -8,7 +8,9 @@ other is dropping), in this order, each step leaving every kept blob readable:
    within the grace period -- closed over the bases of the packed deltas among
    them; the loose scan (``FileBlobStore._gc``) then removes the loose files not
    kept, so no base a kept delta needs is ever removed.
-2. Packs holding entries not kept are written anew without them, then unlinked.
+2. Packs whose entries not kept are a quarter of their bytes (or all packs, when
+   there are too many) are written anew without those, then unlinked; the others
+   keep their dead entries, and step 1 kept what those need.
 3. The new pairs' versions are packed: a new pack, durable before anything else
    changes, with each delta and the whole version its chain starts from.
 4. Loose files of packed blobs are removed once untouched for the grace period (a
@@ -55,9 +57,13 @@ def collect_and_pack(
     with hold(str(lock), timeout=LOCK_TIMEOUT):
         cutoff = time.time() - grace_seconds
         packs.refresh()
-        keep = blob_delta.close_over_bases(set(referenced) | store._pins.live(), packs.bases())
+        bases = packs.bases()
+        keep = blob_delta.close_over_bases(set(referenced) | store._pins.live(), bases)
+        stale = packs.stale(keep)
+        # Entries of packs left as they are still read back: what they need stays.
+        keep = blob_delta.close_over_bases(keep | packs.ids_outside(stale), bases)
         loose = store._gc(keep, grace_seconds)
-        dropped, freed = packs.rewrite(keep)
+        dropped, freed = packs.rewrite(stale, keep)
         packs.sweep_temps(cutoff)
         _pack(store, packs, keep, pairs)
         copies = _remove_loose_copies(store, packs, cutoff)
@@ -74,12 +80,10 @@ def _pack(store: FileBlobStore, packs: Packs, keep: set[str], pairs: list[tuple[
     loose whole version."""
     if not pairs:
         return
-    bases = packs.bases()
-    is_base = set(bases.values())
-    packer = blob_delta.Packer(store._stored, bases, store.root)
+    packer = blob_delta.Packer(store._stored, packs.bases(), store.root)
     items: dict[str, tuple[bytes, str | None]] = {}
     for before, after in pairs:
-        if before not in keep or after not in keep or after in is_base:
+        if before not in keep or after not in keep:
             continue
         if after in items or packs.has(after, refresh=False):
             continue  # packed already: a packed entry is never rewritten while kept
@@ -87,7 +91,6 @@ def _pack(store: FileBlobStore, packs: Packs, keep: set[str], pairs: list[tuple[
         if delta is None:
             continue
         items[after] = (delta, before)
-        is_base.add(before)
         if before not in items and not packs.has(before, refresh=False):
             whole = _loose(store, before)
             if whole is not None and blob_codec.delta_base(before, whole) is None:

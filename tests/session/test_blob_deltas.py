@@ -49,8 +49,9 @@ def drop_stored(store, blob: str) -> None:
         store._conn.execute("DELETE FROM blobs WHERE id = ?", (blob,))
         return
     store.blobs._path(blob).unlink(missing_ok=True)
-    keep = store.blobs._packs.ids() - {blob}
-    store.blobs._packs.rewrite(keep)
+    packs = store.blobs._packs
+    packs.refresh()
+    packs.rewrite({packs._entries[blob][0]}, packs.ids() - {blob})
 
 
 async def test_a_damaged_delta_or_a_missing_base_is_a_typed_error_naming_them(url):
@@ -196,4 +197,30 @@ async def test_a_collection_waits_for_the_one_under_way(url, tmp_path):
         assert await store.blobs.delta_bases(ids) == {}
     await asyncio.wait_for(gc, timeout=30)
     assert len(await store.blobs.delta_bases(ids)) == 3
+    await store.close()
+
+
+async def test_a_pack_is_written_anew_only_once_a_quarter_of_it_is_garbage(tmp_path):
+    """File store: a pack with a few dead entries is left as it is (they, and the
+    bases they need, still read back); once they are a quarter of its bytes or
+    more, it is written anew without them."""
+    from agent_host.session.blob_packs import DEAD_SHARE
+
+    store = open_store(tmp_path / "store")
+    kept = {f"k{n}.py": file_versions(10, seed=n) for n in range(4)}
+    for path, versions in kept.items():
+        await store_versions(store, "kept", path, versions)
+    few = file_versions(10, seed=50)
+    few_ids = await store_versions(store, "few", "few.py", few)
+    await collect_garbage(store, grace_seconds=0)
+    (pack,) = store.blobs._packs.names()
+    await store.delete("few")  # about a fifth of the pack's bytes
+    assert DEAD_SHARE > 1 / 5
+    await collect_garbage(store, grace_seconds=0)
+    assert store.blobs._packs.names() == {pack}
+    assert [await store.blobs.get(b) for b in few_ids] == few
+    await store.delete("kept")
+    await collect_garbage(store, grace_seconds=0)
+    assert store.blobs._packs.names() == set()
+    assert await store.blobs.missing(few_ids) == set(few_ids)
     await store.close()

@@ -208,16 +208,12 @@ class SqliteBlobStore:
         """Store each pair's ``after`` as a delta of ``before`` where it is smaller
         and no other version's base (see blob_delta); how many were."""
         packer = blob_delta.Packer(self._stored, bases, self._store._where)
-        is_base = set(bases.values())
         batch: list[tuple[str, str, bytes]] = []
         packed = 0
         for before, after in pairs:
-            if after in is_base:
-                continue
             delta = packer.delta(before, after)
             if delta is None:
                 continue
-            is_base.add(before)
             batch.append((after, before, delta))
             if len(batch) >= self._PACK_BATCH:
                 packed += self._write_deltas(batch)
