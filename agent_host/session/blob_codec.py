@@ -7,7 +7,7 @@ also tells the two forms apart: stored bytes that begin with zstd's magic number
 tried as a frame first, and kept as they are when that does not give the content.
 Stores written before compression (every blob as it is) read unchanged, a blob whose
 content is itself a zstd file included; a blob stored again is not rewritten, so old
-blobs stay as they are until gc removes them.
+blobs stay as they are until gc removes them or packs them as deltas (below).
 
 :data:`LEVEL` was chosen by bench/bench_store_p12.py on the storage study of issue 27
 (text files of 4 KB): higher levels saved little more and cost several times the CPU.

@@ -282,7 +282,16 @@ class FileBlobStore:
         return await asyncio.to_thread(self._has, blob)
 
     async def missing(self, blobs: Collection[str]) -> set[str]:
-        return await asyncio.to_thread(lambda: {b for b in blobs if not self._has(b)})
+        def missing() -> set[str]:
+            # The packs listed again once after the loose files were looked for,
+            # not once for each blob not found: gc writes a pack before it
+            # removes the loose files packed.
+            gone = {b for b in blobs if not self._path(b).exists()}
+            if gone:
+                self._packs.refresh()
+            return {b for b in gone if not self._packs.has(b, refresh=False)}
+
+        return await asyncio.to_thread(missing)
 
     async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
         def bases() -> dict[str, str]:
