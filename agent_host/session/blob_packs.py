@@ -88,10 +88,12 @@ class Packs:
 
     def stored(self, blob: str) -> bytes | None:
         """The stored bytes of ``blob`` from a pack; None if no pack holds it."""
-        for attempt in range(2):
+        refreshed = False
+        for _ in range(3):  # a pack rewritten under us: listed again, read again
             entry = self._entries.get(blob)
-            if entry is None and attempt == 0:
+            if entry is None and not refreshed:
                 self.refresh()
+                refreshed = True
                 continue
             if entry is None:
                 return None
@@ -103,6 +105,7 @@ class Packs:
                 return data if len(data) == length else None
             except FileNotFoundError:  # merged or rewritten meanwhile
                 self.refresh()
+                refreshed = True
         return None
 
     def has(self, blob: str, refresh: bool = True) -> bool:

@@ -224,3 +224,66 @@ async def test_a_pack_is_written_anew_only_once_a_quarter_of_it_is_garbage(tmp_p
     assert store.blobs._packs.names() == set()
     assert await store.blobs.missing(few_ids) == set(few_ids)
     await store.close()
+
+
+def test_reads_never_miss_while_gc_packs_and_rewrites_packs(tmp_path):
+    """File store: another reader (its own view of the packs, as another process
+    has) reads every kept version again and again while collections pack new
+    versions, drop dead ones and write packs anew: never an error, never other
+    bytes."""
+    import asyncio
+    import threading
+
+    from agent_host.session import blob_delta
+    from agent_host.session.blobs import FileBlobStore
+
+    root = tmp_path / "store"
+    kept = {f"k{n}.py": file_versions(10, seed=n) for n in range(4)}
+
+    async def setup() -> dict[str, bytes]:
+        store = open_store(root)
+        ids: dict[str, bytes] = {}
+        for path, versions in kept.items():
+            blobs = await store_versions(store, "kept", path, versions)
+            ids.update(zip(blobs, versions, strict=True))
+        await store.close()
+        return ids
+
+    contents = asyncio.run(setup())
+    reader = FileBlobStore(root / "blobs")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    reads = [0]
+
+    def read_all() -> None:
+        while not stop.is_set():
+            for blob, data in contents.items():
+                try:
+                    got = blob_delta.read_content(blob, reader._stored, root)
+                    assert got == data, blob
+                    reads[0] += 1
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+                    return
+
+    async def churn() -> None:
+        store = open_store(root)
+        for n in range(6):
+            for f in range(3):
+                await store_versions(
+                    store, f"churn{n}", f"c{f}.py", file_versions(10, seed=100 + f)
+                )
+            await collect_garbage(store, grace_seconds=0)
+            await store.delete(f"churn{n}")
+            await collect_garbage(store, grace_seconds=0)
+        await store.close()
+
+    thread = threading.Thread(target=read_all)
+    thread.start()
+    try:
+        asyncio.run(churn())
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
+    assert reads[0] > len(contents)
