@@ -63,12 +63,15 @@ def verified(blob: str, stored: bytes, where: object) -> bytes:
 
 
 def check_all(
-    read: Callable[[str], bytes | None], blobs: Iterable[str], keep_bytes: int
+    read: Callable[[str], bytes | None],
+    blobs: Iterable[str],
+    keep_bytes: int,
+    where: object = "the blob store",
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """:meth:`BlobStore.read_checked` over ``read`` (a blob's stored bytes, None if
     absent), for the stores that read on one thread; deltas resolved (blob_delta)."""
     wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
-    return blob_delta.check_all(read, wanted, keep_bytes, "the blob store")
+    return blob_delta.check_all(read, wanted, keep_bytes, where)
 
 
 @attrs.define
@@ -185,7 +188,7 @@ class FileBlobStore:
         self, blobs: Iterable[str], keep_bytes: int
     ) -> tuple[dict[str, bytes], dict[str, str]]:
         try:
-            return await asyncio.to_thread(check_all, self._stored, blobs, keep_bytes)
+            return await asyncio.to_thread(check_all, self._stored, blobs, keep_bytes, self.root)
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "read snapshots in", exc) from exc
 
@@ -393,17 +396,4 @@ def _sync_filesystem(folder: Path, syncfs: Callable[[int], int]) -> None:
 
 # The in-memory store lives in its own module; it is named here too, where every
 # store is looked for. Last: that module reads this one's names.
-from .memory_blobs import MemoryBlobStore  # noqa: E402
-
-__all__ = [
-    "BlobStore",
-    "FileBlobStore",
-    "GcResult",
-    "MemoryBlobStore",
-    "PackingBlobStore",
-    "blob_id",
-    "check_all",
-    "check_blob_id",
-    "is_blob_id",
-    "verified",
-]
+from .memory_blobs import MemoryBlobStore as MemoryBlobStore  # noqa: E402
