@@ -274,11 +274,14 @@ class PostgresBlobStore:
             pinned = {b for (b,) in conn.execute(self._pinned).fetchall()}
             rows = conn.execute(self._all).fetchall()
             bases: dict[str, str] = dict(conn.execute(self._bases).fetchall())
-            keep = blob_delta.close_over_bases(
-                [*referenced, *pinned, *(b for b, _, t in rows if t >= cutoff)], bases
-            )
+            # Kept: referenced, pinned or touched within the grace period, and
+            # every base those need (only deltas have any to add).
+            keep: Set[str] = referenced | pinned
+            if bases:
+                fresh_deltas = [b for b, _, t in rows if t >= cutoff and b in bases]
+                keep = blob_delta.close_over_bases([*keep, *fresh_deltas], bases)
             # In id order, as put and pin lock rows: no deadlock with them.
-            dead = sorted(b for b, _, _ in rows if b not in keep)
+            dead = sorted(b for b, _, t in rows if b not in keep and t < cutoff)
             sizes = (
                 [n for (n,) in conn.execute(self._drop, (dead, cutoff)).fetchall()] if dead else []
             )

@@ -191,9 +191,13 @@ class SqliteBlobStore:
         with self._store._transaction() as db:
             rows = db.execute("SELECT id, touched_at, length(data) FROM blobs").fetchall()
             bases = {b.hex(): base.hex() for b, base in db.execute("SELECT * FROM blob_bases")}
-            fresh = (b for b, t, _ in rows if t >= cutoff)
-            keep = blob_delta.close_over_bases([*referenced, *fresh], bases)
-            dead = [(b, n) for b, _, n in rows if b not in keep]
+            # Kept: referenced, pinned or touched within the grace period, and
+            # every base those need (only deltas have any to add).
+            keep: Set[str] = referenced
+            if bases:
+                fresh_deltas = [b for b, t, _ in rows if t >= cutoff and b in bases]
+                keep = blob_delta.close_over_bases([*referenced, *fresh_deltas], bases)
+            dead = [(b, n) for b, t, n in rows if b not in keep and t < cutoff]
             db.executemany("DELETE FROM blobs WHERE id = ?", [(b,) for b, _ in dead])
             gone = [b for b, _ in dead if b in bases]
             db.executemany(
