@@ -1,9 +1,10 @@
 """The checkpointer contract: versions of a file packed as deltas at gc (blob_delta).
 
-The stores that write deltas (``blobs.writes_deltas``: file, SQLite) must have made
-later versions deltas after a gc; every store, those that never write one
-(memory, PostgreSQL, SQLAlchemy: not built for them) included, must read every
-version back byte for byte after gc and keep every base a kept blob needs.
+The stores that write deltas (``blobs.writes_deltas``: file, SQLite, PostgreSQL)
+must have made later versions deltas after a gc; every store, those that never
+write one (memory: nothing to save; SQLAlchemy: not built for it yet) included,
+must read every version back byte for byte after gc and keep every base a kept
+blob needs.
 
 This module imports pytest: it is for test suites, never imported by agent-host.
 """
