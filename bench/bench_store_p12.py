@@ -7,9 +7,18 @@ against the same turns committed to a git repository (loose objects, then packed
     python bench/bench_store_p12.py [--turns 100] [--files 10] [--dir D]
 
 Reported: the bytes each store grew by (``du -sb``: the same measure for both, folders
-included), per turn and in all; ours on the file store and the SQLite store; and, for
-the choice of blob_codec.LEVEL, the stored size and compression time of each zstd
-level on the same contents.
+included), per turn and in all; ours on the file store and the SQLite store, as the
+turns leave them (beside git's loose objects) and after ``collect_garbage`` packed the
+versions as deltas (beside git's packed objects after ``git gc``); and, for the choice
+of blob_codec.LEVEL, the stored size and compression time of each zstd level on the
+same contents.
+
+Each turn's snapshots are recorded as the engine records them (a FileSnapshot event
+per file, before -> after), so gc finds the pairs it packs. Its grace period is 0
+here: at the default (an hour) the loose copies of what was just packed stay until
+a later gc. The SQLite figure is the pages of its blob tables and their index
+(``dbstat``; the whole file where SQLite has none), as the file store's is its blobs
+folder; the whole database file, its event log included, is printed after gc too.
 """
 
 from __future__ import annotations
@@ -62,19 +71,68 @@ def du(path: Path) -> int:
     return int(out.stdout.split()[0])
 
 
-async def ours(kind: str, work: Path, turns: list[list[bytes]]) -> tuple[int, float]:
-    from agent_host.session import open_store
+async def ours(kind: str, work: Path, turns: list[list[bytes]]) -> tuple[int, int, float, float]:
+    """The store's size after the turns and after gc; the time to store, to gc."""
+    from agent_host.session import collect_garbage, open_store
+    from agent_host.session.events import FileSnapshot, UserPrompt
 
     where = work / f"store-{kind}"
-    store = open_store(where if kind == "file" else f"sqlite://{where}.db")
+    url = str(where) if kind == "file" else f"sqlite://{where}.db"
+
+    def size() -> int:
+        if kind == "file":
+            return du(where / "blobs")
+        return sqlite_blob_pages(Path(f"{where}.db"))
+
+    store = open_store(url)
     # The first turn's files exist before it: their before-blobs are stored too.
     t0 = time.perf_counter()
+    previous: list[str | None] = [None] * len(turns[0])
     for contents in turns:
-        await store.blobs.put_many(contents)
+        ids = await store.blobs.put_many(contents)
+        events: list = [UserPrompt(text="turn")]
+        for i, (before, after) in enumerate(zip(previous, ids, strict=True)):
+            events.append(FileSnapshot(path=f"f{i}.py", before=before, after=after))
+        await store.append("study", events)
+        previous = list(ids)
     elapsed = time.perf_counter() - t0
     await store.close()
-    size = du(where / "blobs") if kind == "file" else Path(f"{where}.db").stat().st_size
-    return size, elapsed
+    stored = size()
+    store = open_store(url)
+    t0 = time.perf_counter()
+    await collect_garbage(store, grace_seconds=0)
+    gc_s = time.perf_counter() - t0
+    for n, contents in enumerate(turns):  # every version still reads back
+        kept, bad = await store.blobs.read_checked(map(blob_id, contents), 1 << 30)
+        assert bad == {} and list(kept.values()) == contents, n
+    await store.close()
+    if kind == "sqlite":
+        whole = Path(f"{where}.db").stat().st_size
+        print(f"  sqlite database file after gc, its event log included: {whole / 1e3:.0f} KB")
+    return stored, size(), elapsed, gc_s
+
+
+def sqlite_blob_pages(db_path: Path) -> int:
+    """The bytes of the pages of the SQLite store's blob tables and their index
+    (``dbstat``): its blobs alone, as the file store's blobs folder is. The whole
+    file where SQLite has no dbstat."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as db:
+        try:
+            (pages,) = db.execute(
+                "SELECT sum(pgsize) FROM dbstat WHERE name IN "
+                "('blobs', 'blob_bases', 'sqlite_autoindex_blobs_1')"
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return db_path.stat().st_size
+    return int(pages)
+
+
+def blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def git_run(work: Path, turns: list[list[bytes]]) -> tuple[int, int]:
@@ -157,17 +215,19 @@ def main() -> None:
         print(f"  agent_host at {git_state()}; {subprocess.getoutput('git --version')}")
         print(f"  load average {load_average()}; files under {work}")
         turns = versions(args.turns, args.files, args.size)
-        file_size, file_s = asyncio.run(ours("file", work, turns))
-        sqlite_size, sqlite_s = asyncio.run(ours("sqlite", work, turns))
+        file_size, file_gc, file_s, file_gc_s = asyncio.run(ours("file", work, turns))
+        sqlite_size, sqlite_gc, sqlite_s, sqlite_gc_s = asyncio.run(ours("sqlite", work, turns))
         loose, packed = git_run(work, turns)
         n = len(turns)
         per_turn = f"file store {file_size / n / 1e3:.1f} KB, git loose {loose / n / 1e3:.1f} KB"
         print(f"  per turn: {per_turn}")
         row("file store vs git loose objects", file_size, loose, "git loose", 1.2)
-        row("file store vs git packed (gc)", file_size, packed, "git packed", 3.0)
+        row("file store after gc vs git packed", file_gc, packed, "git packed", 3.0)
         row("sqlite store vs git loose objects", sqlite_size, loose, "git loose", 1.2)
-        row("sqlite store vs git packed (gc)", sqlite_size, packed, "git packed", 3.0)
+        row("sqlite store after gc vs git packed", sqlite_gc, packed, "git packed", 3.0)
         print(f"  time to store: file {file_s * 1e3:.0f} ms, sqlite {sqlite_s * 1e3:.0f} ms")
+        gc_ms = f"file {file_gc_s * 1e3:.0f} ms, sqlite {sqlite_gc_s * 1e3:.0f} ms"
+        print(f"  time to gc (reads the log, packs): {gc_ms}")
         syncs = asyncio.run(batch_syncs(work, versions(40, args.files, args.size)))
         print(
             f"  one turn's {args.files} new blobs, file store: one batch (2 syncfs) "

@@ -25,8 +25,9 @@ from typing import Protocol
 
 import attrs
 
-from . import blob_codec
-from .blob_pins import FilePins, MemoryPins
+from . import blob_codec, blob_delta
+from .blob_packs import Packs
+from .blob_pins import FilePins
 from .durable import write_atomically
 from .errors import BlobCorrupt, BlobNotFound, store_unavailable
 
@@ -62,24 +63,15 @@ def verified(blob: str, stored: bytes, where: object) -> bytes:
 
 
 def check_all(
-    read: Callable[[str], bytes | None], blobs: Iterable[str], keep_bytes: int
+    read: Callable[[str], bytes | None],
+    blobs: Iterable[str],
+    keep_bytes: int,
+    where: object = "the blob store",
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """:meth:`BlobStore.read_checked` over ``read`` (a blob's stored bytes, None if
-    absent), for the stores that read on one thread."""
-    kept: dict[str, bytes] = {}
-    bad: dict[str, str] = {}
-    room = keep_bytes
-    for blob in dict.fromkeys(blobs):
-        stored = read(check_blob_id(blob))
-        data = None if stored is None else blob_codec.decode(blob, stored)
-        if stored is None:
-            bad[blob] = "missing"
-        elif data is None:
-            bad[blob] = "damaged"
-        elif len(data) <= room:
-            room -= len(data)
-            kept[blob] = data
-    return kept, bad
+    absent), for the stores that read on one thread; deltas resolved (blob_delta)."""
+    wanted = [check_blob_id(b) for b in dict.fromkeys(blobs)]
+    return blob_delta.check_all(read, wanted, keep_bytes, where)
 
 
 @attrs.define
@@ -134,20 +126,41 @@ class BlobStore(Protocol):
 
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
         """Remove blobs not in ``referenced``, not pinned by a live holder and
-        untouched for ``grace_seconds``."""
+        untouched for ``grace_seconds``. A store that keeps deltas also keeps every
+        base a kept blob needs (see blob_delta)."""
+        ...
+
+
+class PackingBlobStore(BlobStore, Protocol):
+    """A blob store that stores versions as deltas of one another (see blob_delta)."""
+
+    async def gc_and_pack(
+        self, referenced: Set[str], grace_seconds: float, pairs: Sequence[tuple[str, str]]
+    ) -> GcResult:
+        """:meth:`gc`, then each ``(before, after)`` pair's ``after`` (both kept)
+        stored as a delta of ``before`` where that is smaller."""
+        ...
+
+    async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
+        """Of ``blobs``, those stored as deltas: blob -> its base."""
         ...
 
 
 class FileBlobStore:
     """Blobs as files ``<root>/<first 2 hex>/<rest>`` (compressed, see blob_codec),
     written by temp file + rename; pins (see blob_pins) in ``pins``, by default
-    ``<root>.pins`` beside it."""
+    ``<root>.pins`` beside it. gc packs versions as deltas into ``<root>/packs``
+    (see blob_packs), holding ``<root>.gc.lock`` so that two collections, in any
+    processes, never pack or drop at once."""
+
+    writes_deltas = True
 
     def __init__(
         self, root: str | os.PathLike[str], pins: str | os.PathLike[str] | None = None
     ) -> None:
         self.root = Path(root)
         self._pins = FilePins(Path(pins) if pins else self.root.with_name(f"{self.root.name}.pins"))
+        self._packs = Packs(self.root / "packs")
 
     def _path(self, blob: str) -> Path:
         check_blob_id(blob)
@@ -175,22 +188,31 @@ class FileBlobStore:
         self, blobs: Iterable[str], keep_bytes: int
     ) -> tuple[dict[str, bytes], dict[str, str]]:
         try:
-            return await asyncio.to_thread(check_all, self._stored, blobs, keep_bytes)
+            return await asyncio.to_thread(check_all, self._stored, blobs, keep_bytes, self.root)
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "read snapshots in", exc) from exc
 
     def _stored(self, blob: str) -> bytes | None:
+        """The stored bytes of ``blob``: its loose file, else its entry in a pack
+        (gc writes the pack before it removes the file)."""
         try:
             return self._path(blob).read_bytes()
         except FileNotFoundError:
-            return None
+            return self._packs.stored(blob)
 
     def _put(self, data: bytes) -> str:
         blob = blob_id(data)
         path = self._path(blob)
         if not self._known(path):
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomically(path, blob_codec.encode(data), mode=0o600, temp_prefix=_TEMP_PREFIX)
+            stored = blob_codec.encode(data)
+            for attempt in _FOLDER_ATTEMPTS:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                try:
+                    write_atomically(path, stored, mode=0o600, temp_prefix=_TEMP_PREFIX)
+                    break
+                except FileNotFoundError:  # gc removed the folder as it emptied it
+                    if attempt == _FOLDER_ATTEMPTS[-1]:
+                        raise
         return blob
 
     @staticmethod
@@ -224,9 +246,16 @@ class FileBlobStore:
         try:
             for blob, data in new.items():
                 path = self._path(blob)
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 tmp = path.with_name(f"{_TEMP_PREFIX}{secrets.token_hex(6)}.tmp")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                for attempt in _FOLDER_ATTEMPTS:
+                    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    try:
+                        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                        fd = os.open(tmp, flags, 0o600)
+                        break
+                    except FileNotFoundError:  # gc removed the folder as it emptied it
+                        if attempt == _FOLDER_ATTEMPTS[-1]:
+                            raise
                 moves.append((tmp, path))
                 with os.fdopen(fd, "wb") as f:
                     f.write(blob_codec.encode(data))
@@ -245,18 +274,35 @@ class FileBlobStore:
     async def get(self, blob: str) -> bytes:
         path = self._path(blob)
         try:
-            data = await asyncio.to_thread(path.read_bytes)
-        except FileNotFoundError:
-            raise BlobNotFound(f"blob {blob} is not in the blob store") from None
+            return await asyncio.to_thread(blob_delta.read_content, blob, self._stored, self.root)
         except OSError as exc:
-            raise store_unavailable(path, "read the snapshot", exc) from exc
-        return verified(blob, data, self.root)
+            raise store_unavailable(exc.filename or path, "read the snapshot", exc) from exc
+
+    def _has(self, blob: str) -> bool:
+        return self._path(blob).exists() or self._packs.has(blob)
 
     async def exists(self, blob: str) -> bool:
-        return await asyncio.to_thread(self._path(blob).exists)
+        return await asyncio.to_thread(self._has, blob)
 
     async def missing(self, blobs: Collection[str]) -> set[str]:
-        return await asyncio.to_thread(lambda: {b for b in blobs if not self._path(b).exists()})
+        def missing() -> set[str]:
+            # The packs listed again once after the loose files were looked for,
+            # not once for each blob not found: gc writes a pack before it
+            # removes the loose files packed.
+            gone = {b for b in blobs if not self._path(b).exists()}
+            if gone:
+                self._packs.refresh()
+            return {b for b in gone if not self._packs.has(b, refresh=False)}
+
+        return await asyncio.to_thread(missing)
+
+    async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
+        def bases() -> dict[str, str]:
+            self._packs.refresh()
+            known = self._packs.bases()
+            return {b: known[b] for b in blobs if b in known}
+
+        return await asyncio.to_thread(bases)
 
     async def pin(self, holder: str, blobs: Collection[str]) -> bool:
         # No touch needed: these pins never lapse while their holder lives, and a
@@ -267,8 +313,17 @@ class FileBlobStore:
         await asyncio.to_thread(self._pins.release, holder)
 
     async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        return await self.gc_and_pack(referenced, grace_seconds, ())
+
+    async def gc_and_pack(
+        self, referenced: Set[str], grace_seconds: float, pairs: Sequence[tuple[str, str]]
+    ) -> GcResult:
+        from .file_blob_gc import collect_and_pack
+
         try:
-            return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+            return await asyncio.to_thread(
+                collect_and_pack, self, self._packs, referenced, grace_seconds, list(pairs)
+            )
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "collect blobs in", exc) from exc
 
@@ -298,6 +353,10 @@ class FileBlobStore:
                     kept += 1
         return GcResult(removed, kept, freed)
 
+
+_FOLDER_ATTEMPTS = (1, 2, 3)
+"""Tries to create a blob's file, each after making its folder: gc removes a folder it
+emptied (see file_blob_gc), and may do so between the two."""
 
 _SYNC_EACH_MAX = 1
 """Up to this many new blobs in a put_many are each written as put writes them (an
@@ -335,59 +394,6 @@ def _sync_filesystem(folder: Path, syncfs: Callable[[int], int]) -> None:
         os.close(fd)
 
 
-class MemoryBlobStore:
-    def __init__(self) -> None:
-        self._blobs: dict[str, tuple[bytes, float]] = {}
-        self._pins = MemoryPins()
-
-    async def put(self, data: bytes) -> str:
-        blob = blob_id(data)
-        self._blobs[blob] = (bytes(data), time.time())
-        return blob
-
-    async def get(self, blob: str) -> bytes:
-        check_blob_id(blob)
-        try:
-            return verified(blob, self._blobs[blob][0], "memory")
-        except KeyError:
-            raise BlobNotFound(f"blob {blob} is not in the blob store") from None
-
-    async def exists(self, blob: str) -> bool:
-        return check_blob_id(blob) in self._blobs
-
-    async def missing(self, blobs: Collection[str]) -> set[str]:
-        return {b for b in blobs if b not in self._blobs}
-
-    async def pin(self, holder: str, blobs: Collection[str]) -> bool:
-        now = time.time()
-        for blob in blobs:
-            if blob in self._blobs:
-                self._blobs[blob] = (self._blobs[blob][0], now)
-        return self._pins.pin(holder, blobs)
-
-    async def release(self, holder: str) -> None:
-        self._pins.release(holder)
-
-    async def put_many(self, datas: Sequence[bytes], pin: str | None = None) -> list[str]:
-        blobs = [await self.put(data) for data in datas]
-        if pin is not None:
-            self._pins.pin(pin, blobs)
-        return blobs
-
-    async def read_checked(
-        self, blobs: Iterable[str], keep_bytes: int
-    ) -> tuple[dict[str, bytes], dict[str, str]]:
-        def stored(blob: str) -> bytes | None:
-            found = self._blobs.get(blob)
-            return None if found is None else found[0]
-
-        return check_all(stored, blobs, keep_bytes)
-
-    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        cutoff = time.time() - grace_seconds
-        referenced = referenced | self._pins.live()
-        dead = [b for b, (_, t) in self._blobs.items() if b not in referenced and t < cutoff]
-        freed = sum(len(self._blobs[b][0]) for b in dead)
-        for b in dead:
-            del self._blobs[b]
-        return GcResult(len(dead), len(self._blobs), freed)
+# The in-memory store lives in its own module; it is named here too, where every
+# store is looked for. Last: that module reads this one's names.
+from .memory_blobs import MemoryBlobStore as MemoryBlobStore  # noqa: E402

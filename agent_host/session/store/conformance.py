@@ -23,6 +23,7 @@ This module imports pytest: it is for test suites, never imported by agent-host.
 from agent_host.session.store.conformance_appends import *  # noqa: F403
 from agent_host.session.store.conformance_backends import *  # noqa: F403
 from agent_host.session.store.conformance_blobs import *  # noqa: F403
+from agent_host.session.store.conformance_deltas import *  # noqa: F403
 from agent_host.session.store.conformance_ids import *  # noqa: F403
 from agent_host.session.store.conformance_leases import *  # noqa: F403
 from agent_host.session.store.conformance_listing import *  # noqa: F403

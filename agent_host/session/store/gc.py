@@ -17,6 +17,12 @@ each time.
 
 The cache is not synced: a record lost or torn is read again from the log. Two
 collections at once each write the whole cache; either one's is right.
+
+The events read (and only those: a session taken from the cache adds none) also
+give each FileSnapshot's ``(before, after)`` pair, handed to a store that packs
+versions as deltas (see blob_delta). A pair is needed once: its ``after`` stays a
+delta from then on. Version 5 of the cache came with deltas, so that the first
+collection after them reads every log once and packs an old store whole.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..events import Event, FileSnapshot, UnknownEvent
 from .base import Checkpointer, SessionInfo
 
 log = logging.getLogger(__name__)
-_VERSION = 4
+_VERSION = 5
 
 Record = tuple[int, float, float, int, list[str]]
 """head seq, the head event's ts, the session's updated_at, its truncations' mark
@@ -50,27 +56,40 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     cached = _load(cache_path) if cache_path is not None else {}
     records: dict[str, Record] = {}
     referenced: set[str] = set()
+    pairs: list[tuple[str, str]] = []
     infos = await store.list()
     marks_of = getattr(store, "truncation_marks", None)
     marks = await marks_of([i.id for i in infos]) if marks_of and cached else {}
     for info in infos:
         record = cached.get(info.id)
         mark = marks.get(info.id)
-        blobs, record = await _session_blobs(store, info, record, mark)
+        blobs, record = await _session_blobs(store, info, record, mark, pairs)
         referenced |= blobs
         if record is not None:
             records[info.id] = record
+    pack = getattr(store.blobs, "gc_and_pack", None)
+    if pack is not None:
+        # Forks repeat their parent's pairs: each once.
+        result: GcResult = await pack(referenced, grace_seconds, list(dict.fromkeys(pairs)))
+    else:
+        result = await store.blobs.gc(referenced, grace_seconds)
+    # Only once the pairs are packed: a record stands for events never read again.
     if cache_path is not None:
         _save(cache_path, records)
-    return await store.blobs.gc(referenced, grace_seconds)
+    return result
 
 
 async def _session_blobs(
-    store: Checkpointer, info: SessionInfo, record: Record | None, mark: int | None
+    store: Checkpointer,
+    info: SessionInfo,
+    record: Record | None,
+    mark: int | None,
+    pairs: list[tuple[str, str]],
 ) -> tuple[set[str], Record | None]:
     """The blobs ``info``'s session refers to, and its record for the next collection
     (None: do not record it). ``mark``: the store's truncation mark of the session
-    (see truncation_marks), None if it has none."""
+    (see truncation_marks), None if it has none. The before/after pairs of the
+    snapshot events read are added to ``pairs``."""
     from ..capture_log import pinned_blobs
 
     unchanged = record is not None and mark is not None and record[3] == mark
@@ -82,12 +101,12 @@ async def _session_blobs(
         # A cut after the recorded head, grown back to it, leaves head and time as
         # they were: its truncation is what says so.
         for truncation in truncations:  # new ones, or all when marks are unknown
-            found |= _referenced(truncation.events)
+            found |= _referenced(truncation.events, pairs)
         if (info.head, info.updated_at) == (head, updated_at):
             return found, (head, head_ts, updated_at, cuts, sorted(found))
         newer = await store.read(info.id, since_seq=head - 1) if head > 0 else None
         if newer and newer[0].seq == head and newer[0].ts == head_ts:
-            found |= _referenced(newer[1:])  # the log only grew since
+            found |= _referenced(newer[1:], pairs)  # the log only grew since
             # No capture was pending at the recorded head: one now began after it.
             pinned = await pinned_blobs(newer[1:], store.blobs)
             last = newer[-1]
@@ -95,22 +114,25 @@ async def _session_blobs(
             return found | pinned, None if pinned else new_record
     events = await store.read(info.id)
     pinned = await pinned_blobs(events, store.blobs)  # a crash's unfinished capture
-    found = _referenced(events)
+    found = _referenced(events, pairs)
     if unchanged:  # not read above; the log is read whole, so are they
         truncations = await store.truncations(info.id)
     for truncation in truncations:
-        found |= _referenced(truncation.events)
+        found |= _referenced(truncation.events, pairs)
     if pinned or not events:
         return found | pinned, None
     last = events[-1]
     return found, (last.seq, last.ts, info.updated_at, cuts, sorted(found))
 
 
-def _referenced(events: list[Event]) -> set[str]:
+def _referenced(events: list[Event], pairs: list[tuple[str, str]] | None = None) -> set[str]:
     found: set[str] = set()
     for event in events:
         if isinstance(event, FileSnapshot):
             found.update(b for b in (event.before, event.after, event.buffer_before) if b)
+            # A jump's after is an older version, packed (or not) when it was new.
+            if pairs is not None and event.before and event.after and not event.jump:
+                pairs.append((event.before, event.after))
         elif isinstance(event, UnknownEvent):
             # A newer version's event may refer to blobs under any field name.
             found.update(_blob_ids_in(event.data))

@@ -6,6 +6,13 @@ snapshot is written and read a chunk at a time, never as one huge value, and eve
 read checks the bytes against the id.
 Known content is not written again: the upsert that touches its row says so.
 
+gc stores versions as deltas of one another (see session.blob_delta): a delta's
+chunks hold its delta form and ``blob_bases`` names its base, whose foreign key
+makes the database itself refuse to delete a base a kept blob needs. A collection
+(deletes, then deltas) is one transaction under an advisory lock, so collections on
+any hosts take turns, and a blob is whole in its old form or its new one at every
+instant.
+
 A holder's pins (see session.blob_pins) are rows of ``blob_pins`` under its row in
 ``blob_holders``, whose expiry each pin pushes :data:`PIN_LIFETIME` on: a holder on
 another host cannot be watched, so a dead one's pins lapse, and a live one that was
@@ -18,12 +25,14 @@ import asyncio
 import time
 from collections.abc import Collection, Iterable, Sequence, Set
 
+import psycopg
 from psycopg import Connection, sql
 
-from .. import blob_codec
-from ..blobs import GcResult, blob_id, check_blob_id, verified
-from ..errors import BlobCorrupt, BlobNotFound
+from .. import blob_codec, blob_delta
+from ..blobs import GcResult, blob_id, check_blob_id
+from ..errors import BlobCorrupt, BlobNotFound, StoreUnavailable
 from .postgres_conn import Pool, Target
+from .postgres_schema import lock_key
 
 CHUNK = 1024 * 1024
 PIN_LIFETIME = 24 * 3600.0
@@ -31,6 +40,8 @@ PIN_LIFETIME = 24 * 3600.0
 
 
 class PostgresBlobStore:
+    writes_deltas = True
+
     def __init__(self, pool: Pool, target: Target) -> None:
         self._pool = pool
         self._where = target.url
@@ -75,6 +86,12 @@ class PostgresBlobStore:
         self._release = q("DELETE FROM {s}.blob_holders WHERE holder = %s")
         self._lapse = q("DELETE FROM {s}.blob_holders WHERE expires_at < %s")
         self._pinned = q("SELECT DISTINCT blob_id FROM {s}.blob_pins")
+        self._gc_lock = lock_key(target.schema, "blob gc")
+        self._bases = q("SELECT id, base FROM {s}.blob_bases")
+        self._bases_of = q("SELECT id, base FROM {s}.blob_bases WHERE id = ANY(%s)")
+        self._unchunk = q("DELETE FROM {s}.blob_chunks WHERE blob_id = %s")
+        self._resize = q("UPDATE {s}.blobs SET size = %s WHERE id = %s")
+        self._based = q("INSERT INTO {s}.blob_bases (id, base) VALUES (%s, %s)")
 
     async def put(self, data: bytes) -> str:
         return (await self.put_many([data]))[0]
@@ -115,17 +132,18 @@ class PostgresBlobStore:
         return await asyncio.to_thread(self._get, blob)
 
     def _get(self, blob: str) -> bytes:
-        parts: list[bytes] = []
         with self._pool.connection("read the snapshot in") as conn:
-            # A server-side cursor: a large blob arrives a chunk at a time.
-            with conn.cursor(name=f"blob_{blob[:16]}") as cur:
-                cur.itersize = 4
-                cur.execute(self._one, (blob,))
-                for (data,) in cur:
-                    parts.append(bytes(data))
-        if not parts:
-            raise BlobNotFound(f"blob {blob} is not in the blob store")
-        return verified(blob, b"".join(parts), self._where)
+            return blob_delta.read_content(blob, lambda b: self._stored(conn, b), self._where)
+
+    def _stored(self, conn: Connection, blob: str) -> bytes | None:
+        parts: list[bytes] = []
+        # A server-side cursor: a large blob arrives a chunk at a time.
+        with conn.cursor(name=f"blob_{blob[:16]}") as cur:
+            cur.itersize = 4
+            cur.execute(self._one, (blob,))
+            for (data,) in cur:
+                parts.append(bytes(data))
+        return b"".join(parts) if parts else None
 
     async def exists(self, blob: str) -> bool:
         check_blob_id(blob)
@@ -199,12 +217,18 @@ class PostgresBlobStore:
                     cur.execute(self._chunks, (chunk,))
                     for blob, data in cur:
                         parts.setdefault(blob, []).append(bytes(data))
+                found = {blob: b"".join(p) for blob, p in parts.items()}
+
+                def stored(b: str, found: dict[str, bytes] = found) -> bytes | None:
+                    # A base not read with the rest: alone.
+                    return found[b] if b in found else self._stored(conn, b)
+
                 for blob in chunk:
-                    if blob not in parts:
+                    try:
+                        data = blob_delta.read_content(blob, stored, self._where)
+                    except BlobNotFound:
                         bad[blob] = "missing"
                         continue
-                    try:
-                        data = verified(blob, b"".join(parts.pop(blob)), self._where)
                     except BlobCorrupt:
                         bad[blob] = "damaged"
                         continue
@@ -213,21 +237,77 @@ class PostgresBlobStore:
                         kept[blob] = data
         return kept, bad
 
-    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
-        return await asyncio.to_thread(self._gc, referenced, grace_seconds)
+    async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
+        def bases() -> dict[str, str]:
+            with self._pool.connection("read") as conn:
+                return dict(conn.execute(self._bases_of, (list(blobs),)).fetchall())
 
-    def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        return await asyncio.to_thread(bases)
+
+    async def gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+        return await self.gc_and_pack(referenced, grace_seconds, ())
+
+    async def gc_and_pack(
+        self, referenced: Set[str], grace_seconds: float, pairs: Sequence[tuple[str, str]]
+    ) -> GcResult:
+        def collect() -> GcResult:
+            try:
+                return self._gc(referenced, grace_seconds, pairs)
+            except StoreUnavailable as exc:
+                if not isinstance(exc.__cause__, psycopg.errors.ForeignKeyViolation):
+                    raise
+                # A dead delta touched (put again) between the read and the delete
+                # was spared, its base not: rolled back whole at commit. Its touch
+                # keeps it, and so its base, this time.
+                return self._gc(referenced, grace_seconds, pairs)
+
+        return await asyncio.to_thread(collect)
+
+    def _gc(
+        self, referenced: Set[str], grace_seconds: float, pairs: Sequence[tuple[str, str]]
+    ) -> GcResult:
         now = time.time()
         cutoff = now - grace_seconds
         with self._pool.connection("collect blobs in") as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._gc_lock,))
             conn.execute(self._lapse, (now,))
             pinned = {b for (b,) in conn.execute(self._pinned).fetchall()}
             rows = conn.execute(self._all).fetchall()
+            bases: dict[str, str] = dict(conn.execute(self._bases).fetchall())
+            # Kept: referenced, pinned or touched within the grace period, and
+            # every base those need (only deltas have any to add).
+            keep: Set[str] = referenced | pinned
+            if bases:
+                fresh_deltas = [b for b, _, t in rows if t >= cutoff and b in bases]
+                keep = blob_delta.close_over_bases([*keep, *fresh_deltas], bases)
             # In id order, as put and pin lock rows: no deadlock with them.
-            dead = sorted(
-                b for b, _, t in rows if b not in referenced and b not in pinned and t < cutoff
-            )
+            dead = sorted(b for b, _, t in rows if b not in keep and t < cutoff)
             sizes = (
                 [n for (n,) in conn.execute(self._drop, (dead, cutoff)).fetchall()] if dead else []
             )
+            gone = set(dead)
+            for blob in [b for b in bases if b in gone]:
+                del bases[blob]
+            wanted = [(b, a) for b, a in pairs if b in keep and a in keep]
+            self._pack(conn, wanted, bases)
         return GcResult(len(sizes), len(rows) - len(sizes), sum(sizes))
+
+    def _pack(self, conn: Connection, pairs: list[tuple[str, str]], bases: dict[str, str]) -> None:
+        """Store each pair's ``after`` as a delta of ``before`` where it is smaller
+        (see blob_delta), in the collection's transaction."""
+        packer = blob_delta.Packer(lambda b: self._stored(conn, b), bases, self._where)
+        for before, after in pairs:
+            delta = packer.delta(before, after)
+            if delta is None:
+                continue
+            conn.execute(self._unchunk, (after,))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    self._chunk,
+                    [
+                        (after, n, delta[at : at + CHUNK])
+                        for n, at in enumerate(range(0, len(delta), CHUNK))
+                    ],
+                )
+            conn.execute(self._resize, (len(delta), after))
+            conn.execute(self._based, (after, before))

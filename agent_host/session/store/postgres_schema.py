@@ -203,6 +203,16 @@ MIGRATIONS: list[str | tuple[str, ...]] = [
         PRIMARY KEY (session_id, n)
     );
     """,
+    # 7: the blobs gc stored as deltas, and each one's base (see session.blob_delta).
+    # The base's key is checked at commit: a base is never deleted while a blob
+    # that needs it is kept, and a dead chain goes in one statement.
+    """
+    CREATE TABLE {s}.blob_bases (
+        id text PRIMARY KEY REFERENCES {s}.blobs (id) ON DELETE CASCADE,
+        base text NOT NULL REFERENCES {s}.blobs (id) DEFERRABLE INITIALLY DEFERRED
+    );
+    CREATE INDEX blob_bases_by_base ON {s}.blob_bases (base);
+    """,
 ]
 
 

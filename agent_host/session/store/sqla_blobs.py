@@ -30,6 +30,14 @@ _CHUNK = 500  # ids per IN (...): under SQLite's variable limit
 
 
 class SqlAlchemyBlobStore:
+    writes_deltas = False
+    """gc never stores versions here as deltas of one another (see session.blob_delta;
+    built for the file, SQLite and PostgreSQL stores, not yet here): every blob stays
+    whole, so no blob is the base of another and gc's closure over bases is empty."""
+
+    async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
+        return {}
+
     def __init__(self, store: SqlAlchemyCheckpointer) -> None:
         self._store = store
         path = store.path

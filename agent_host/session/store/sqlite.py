@@ -113,6 +113,15 @@ MIGRATIONS = [
         PRIMARY KEY (session_id, n)
     )
     """,
+    # 6: the blobs gc stored as deltas, and each one's base (see session.blob_delta):
+    # apart from ``blobs`` so that gc reads them without the blobs' bytes; the ids
+    # as their 32 bytes, as there is one row for nearly every version of a file.
+    """
+    CREATE TABLE blob_bases (
+        id BLOB PRIMARY KEY,
+        base BLOB NOT NULL
+    ) WITHOUT ROWID
+    """,
 ]
 
 
@@ -198,6 +207,9 @@ class SqliteCheckpointer(StoreBase):
             if mode & 0o077:  # private to the user (a read-only file stays read-only)
                 with suppress(OSError):  # not ours to change: another user's file
                     os.chmod(path, mode & 0o700)
+            # Takes effect only on a new database: gc can give back what packing
+            # blobs as deltas freed (see sqlite_blobs); older ones reuse those pages.
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             self._conn = conn

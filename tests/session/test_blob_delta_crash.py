@@ -1,0 +1,120 @@
+"""A gc that packs versions as deltas, killed before each of its durable steps (file
+store: every fsync, rename, replace, unlink and folder removal; SQLite: every
+commit), one run per step: every blob a kept session refers to reads back byte
+for byte after the kill, and a gc run again completes, leaves no stray and packs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+
+import pytest
+
+from agent_host.session import collect_garbage, open_store
+from agent_host.session.store.conformance_deltas import file_versions, store_versions
+
+from .crash_points import _CountedConnection, _Counter, _install
+
+KEPT = {f"f{n}.py": file_versions(8, seed=n) for n in range(2)}
+GONE = file_versions(6, seed=9)
+
+
+def _url(root, kind: str) -> str:
+    return str(root / "store") if kind == "file" else f"sqlite://{root}/s.db"
+
+
+async def _build(url: str) -> dict[str, list[str]]:
+    """A store where a gc has work of every kind: a packed session to drop (its
+    pack entries and loose files), versions to pack, loose copies to remove."""
+    store = open_store(url)
+    await store_versions(store, "gone", "g.py", GONE)
+    ids = {"f0.py": await store_versions(store, "kept", "f0.py", KEPT["f0.py"])}
+    await collect_garbage(store, grace_seconds=0)  # packs "gone" and f0.py
+    await store.delete("gone")
+    ids["f1.py"] = await store_versions(store, "kept", "f1.py", KEPT["f1.py"])
+    await store.close()
+    return ids
+
+
+def _gc_killed_at(url: str, kind: str, kill_at: int) -> tuple[bool, int]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: killed just before durable step kill_at
+        os.close(read)
+        counter = _Counter(kill_at)
+        _install(counter)
+        real_rmdir = os.rmdir
+
+        def rmdir(*args, **kwargs):
+            counter.step()
+            return real_rmdir(*args, **kwargs)
+
+        os.rmdir = rmdir
+
+        async def gc() -> None:
+            store = open_store(url)
+            if kind == "sqlite":
+                store._conn = _CountedConnection(store._conn, counter)
+                store.blobs._PACK_BATCH = 3  # several batches, each its own commit
+            await collect_garbage(store, grace_seconds=0)
+
+        asyncio.run(gc())
+        os.write(write, str(counter.steps).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        steps = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True, 0
+    assert os.WEXITSTATUS(status) == 0
+    return False, int(steps)
+
+
+async def _all_read_back(url: str, ids: dict[str, list[str]]) -> int:
+    """Check every kept version; how many are deltas."""
+    store = open_store(url)
+    try:
+        every = [b for blobs in ids.values() for b in blobs]
+        for path, blobs in ids.items():
+            for blob, data in zip(blobs, KEPT[path], strict=True):
+                assert await store.blobs.get(blob) == data
+        kept, bad = await store.blobs.read_checked(every, keep_bytes=1 << 30)
+        assert bad == {} and len(kept) == len(every)
+        return len(await store.blobs.delta_bases(every))
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+def test_a_packing_gc_killed_at_every_durable_step_loses_nothing(tmp_path, kind):
+    template = tmp_path / "template"
+    template.mkdir()
+    ids = asyncio.run(_build(_url(template, kind)))
+    k = 1
+    while True:
+        case = tmp_path / f"case-{k}"
+        shutil.copytree(template, case, symlinks=True)
+        url = _url(case, kind)
+        killed, steps = _gc_killed_at(url, kind, k)
+        asyncio.run(_all_read_back(url, ids))
+        asyncio.run(collect_garbage_again(url))
+        assert asyncio.run(_all_read_back(url, ids)) >= 2 * (8 - 1)
+        if kind == "file":
+            assert not list(case.rglob(".tmp-*"))
+        shutil.rmtree(case)
+        if not killed:
+            break
+        k += 1
+    # file: loose files and pack entries dropped, a pack written, loose copies
+    # removed; sqlite: the collection, three batches of deltas, the gc cache.
+    assert steps == k - 1 and steps >= (20 if kind == "file" else 5), steps
+
+
+async def collect_garbage_again(url: str) -> None:
+    store = open_store(url)
+    await collect_garbage(store, grace_seconds=0)
+    await store.close()
