@@ -159,6 +159,7 @@ class FileCheckpointer(LogSync, StoreBase):
     def _close(self) -> None:
         self._states.clear()
         self._index.close()
+        self._listing.view.close()
 
     # -- paths and locks
 

@@ -183,16 +183,18 @@ class SessionIndex:
             return
         # Built and made durable before the lock: writers wait only for the rest.
         tmp = self._temp()
+        renamed = False
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
-                self._replace(tmp, fd, compacted, inode, upto)
+                renamed = self._replace(tmp, fd, compacted, inode, upto)
             finally:
                 os.close(fd)
         finally:
-            tmp.unlink(missing_ok=True)  # not renamed: a full disk, or another rewrite won
+            if not renamed:  # a full disk, or another rewrite came first
+                tmp.unlink(missing_ok=True)
 
     def rebuild(self, records: Callable[[], bytes]) -> None:
         """Replace the index with ``records()`` (lines folded from the logs), sorted.
@@ -221,13 +223,13 @@ class SessionIndex:
         build: Callable[[bytes], bytes | None],
         inode: int,
         upto: int,
-    ) -> None:
+    ) -> bool:
         """Under the lock: add to ``tmp`` (open as ``fd``, holding ``build`` of the
         index's first ``upto`` bytes, inode ``inode``) the lines written since, and
-        rename it over the index."""
+        rename it over the index; whether it was."""
         with locking.hold(self._lock_path), _opened(self.path) as current:
             if current is None or os.fstat(current).st_ino != inode:
-                return  # deleted or rewritten meanwhile: that rewrite stands
+                return False  # deleted or rewritten meanwhile: that rewrite stands
             late = _read_from(current, upto)
             seen = upto + len(late)
             if late:
@@ -238,12 +240,13 @@ class SessionIndex:
                     # the whole file decides, as a compaction under the lock did.
                     data = build(_read_from(current, 0))
                     if data is None:
-                        return  # damaged: the listing rebuilds it
+                        return False  # damaged: the listing rebuilds it
                     os.ftruncate(fd, 0)
                     os.lseek(fd, 0, os.SEEK_SET)
                     _write_all(fd, data)
                 os.fsync(fd)
             self._rename(tmp, current, seen)
+            return True
 
     def _rename(self, tmp: Path, old: int | None, seen: int) -> None:
         """Rename ``tmp`` over the index (``old``, of which ``seen`` bytes went into

@@ -52,6 +52,7 @@ class IndexView:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._fd: int | None = None
         self._forget()
 
     def _forget(self) -> None:
@@ -106,18 +107,43 @@ class IndexView:
 
     @contextmanager
     def _opened(self) -> Iterator[int | None]:
-        """The index open and the view refreshed from it, for one call; None: no index."""
+        """The index open and the view refreshed from it, for one call; None: no index.
+
+        The file is kept open between calls: a rewrite renames a new file over it,
+        and while this one is open its inode number cannot be given to a newer file,
+        so the same number at the path means the same file.
+        """
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            at_path = os.stat(self.path)
         except FileNotFoundError:
-            self._forget()
+            self.close()
             yield None
             return
+        if self._fd is None or at_path.st_ino != self._inode:
+            self.close()
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                yield None
+                return
         try:
-            self._refresh(fd)
-            yield fd
+            self._refresh(self._fd)
+            yield self._fd
         finally:
-            os.close(fd)
+            if os.name == "nt":  # an open file there could not be renamed over
+                os.close(self._fd)
+                self._fd = None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._forget()
+
+    def __del__(self) -> None:
+        # A store dropped without close() must not leak the file it kept open.
+        if self._fd is not None:
+            os.close(self._fd)
 
     def _refresh(self, fd: int) -> None:
         """Fold in the tail's lines written since the last look."""
@@ -255,18 +281,17 @@ class IndexView:
 
     def _line_from(self, fd: int, at: int, end: int) -> tuple[int, bytes] | None:
         """The first whole line of the region starting at or after ``at`` and
-        before ``end``: (its offset, its bytes with the newline)."""
-        data = os.pread(fd, min(BLOCK, end - at + 1), at - 1)
-        start = at + data.find(b"\n")
-        if start >= end or data.find(b"\n") < 0:
-            return None
-        size = BLOCK
+        before ``end`` (a line boundary): (its offset, its bytes with the newline)."""
+        size = 1024
         while True:
-            text = os.pread(fd, min(size, end - start), start)
-            stop = text.find(b"\n")
+            data = os.pread(fd, min(size, end - at + 1), at - 1)  # from the byte before
+            first = data.find(b"\n")
+            if at + first >= end:
+                return None
+            stop = data.find(b"\n", first + 1) if first >= 0 else -1
             if stop >= 0:
-                return start, text[: stop + 1]
-            if len(text) < size:
+                return at + first, data[first + 1 : stop + 1]
+            if at - 1 + len(data) >= end:
                 raise _Damaged("a region line without its end")
             size *= 2
 
