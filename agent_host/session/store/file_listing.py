@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COMPACTION_RETRY = 60.0
+"""Seconds before a page tries again a compaction that failed (a read-only store)."""
 REPAIR_ROUNDS = 3
 """Pages that find writes not recorded, repaired in turn, before one falls back to
 list(): a store written to that fast is read whole once."""
@@ -39,6 +42,8 @@ class FileListing:
     def __init__(self, store: FileCheckpointer) -> None:
         self._store = store
         self.view = IndexView(store._index.path)
+        self._compaction_failed = -COMPACTION_RETRY
+        """When a page last failed to compact the index (time.monotonic())."""
 
     def page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
         if not os.path.isdir(self._store._sessions_dir):
@@ -52,12 +57,15 @@ class FileListing:
                 if not all([self._read_log(session_id)[1] for session_id in found.pending]):
                     break  # a store this process cannot write: list() reads the logs
                 continue
-            if found.loose and not compacted:
+            retry_at = self._compaction_failed + COMPACTION_RETRY
+            if found.loose and not compacted and time.monotonic() >= retry_at:
                 compacted = True
                 with self.repairing("compact the index"):
                     self._store._index.compact()
                     continue  # the page again, from the compacted index
-                # Not compacted (a store this process cannot write): still right.
+                # Not compacted (a store this process cannot write): still right, and
+                # not tried again by every page, each a read of the whole index.
+                self._compaction_failed = time.monotonic()
             return found.rows
         rows = self.list()  # repairs the index, for the view's next page
         if after is not None:

@@ -249,3 +249,22 @@ async def test_a_cold_start_finds_its_session_in_the_sorted_region(tmp_path, mon
     assert cold._states["s17"].summary.prompts is None, "the cold start read the whole log"
     assert "s17" not in cold._listing.view.tail  # found in the region
     await cold.close()
+
+
+async def test_a_loose_index_that_cannot_be_compacted_is_still_paged(store, monkeypatch):
+    """A store this process cannot write: pages come from the loose index, and a
+    failed compaction (a read of the whole index first) is not tried by each page."""
+    for _ in range(60):
+        await store.append("s00", [AssistantMessage(text="again")])
+    tries: list[int] = []
+
+    def read_only(self) -> None:
+        tries.append(1)
+        raise PermissionError(13, "Permission denied", str(self.path))
+
+    monkeypatch.setattr(file_index.SessionIndex, "compact", read_only)
+    for _ in range(3):
+        page = await store.list_page(2)
+        assert ids(page) == ["s00", "s19"]
+    assert len(tries) == 1
+    assert store._index.load().loose  # still loose: nothing was rewritten
