@@ -340,6 +340,9 @@ class FileBlobStore:
                 continue
             for entry in os.scandir(prefix.path):
                 blob = prefix.name + entry.name
+                if blob in referenced:
+                    kept += 1  # no stat: only a blob that may go needs its time
+                    continue
                 stat = entry.stat()
                 stale_tmp = entry.name.startswith(_TEMP_PREFIX) and stat.st_mtime < cutoff
                 if stale_tmp or (

@@ -6,6 +6,7 @@ deleted and made again, its cache damaged)."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from agent_host.session import collect_garbage
@@ -109,3 +110,42 @@ async def test_a_damaged_cache_is_read_past(store, caplog):
         dead = await put(store, 30)
         assert (await collect_garbage(store, grace_seconds=0)).removed == 1
         assert await store.blobs.exists(a) and not await store.blobs.exists(dead)
+
+
+async def test_a_collection_with_nothing_changed_leaves_the_cache_as_it_is(store, monkeypatch):
+    """An unchanged session costs its record as cached: no log read, no per-blob
+    work, and no new cache written; what it refers to is still kept."""
+    if not cached(store):
+        pytest.skip("this store keeps no gc cache")
+    kept = [await put(store, n) for n in range(4)]
+    for n, b in enumerate(kept):
+        await store.append(f"s{n}", [UserPrompt(text="p"), snap(b), snap(kept[0])])
+    await collect_garbage(store, grace_seconds=0)
+    before = store.gc_cache.stat()
+    reads = Reads(store, monkeypatch)
+    dead = await put(store, 20)
+    assert (await collect_garbage(store, grace_seconds=0)).removed == 1
+    assert not await store.blobs.exists(dead)
+    assert all([await store.blobs.exists(b) for b in kept])
+    assert reads.whole == reads.since == []
+    after = store.gc_cache.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+async def test_the_cache_drops_blobs_no_session_refers_to_any_more(store):
+    if not cached(store):
+        pytest.skip("this store keeps no gc cache")
+    blobs = [await put(store, n) for n in range(10)]
+    for n, b in enumerate(blobs):
+        await store.append(f"s{n}", [UserPrompt(text="p"), snap(b)])
+    await collect_garbage(store, grace_seconds=0)
+    for n in range(1, 10):
+        await store.delete(f"s{n}")
+    await store.append("s0", [snap(blobs[1])])  # s0 now refers to a second blob
+    assert (await collect_garbage(store, grace_seconds=0)).removed == 8
+    data = orjson.loads(store.gc_cache.read_bytes())
+    assert sorted(data["blobs"]) == sorted(blobs[:2])  # the table shed the others
+    assert [data["blobs"][i] for i in data["sessions"]["s0"][4]] == sorted(blobs[:2])
+    # The next collection reads that cache as it is.
+    assert (await collect_garbage(store, grace_seconds=0)).removed == 0
+    assert await store.blobs.exists(blobs[0]) and await store.blobs.exists(blobs[1])

@@ -130,3 +130,29 @@ async def test_list_page_continues_after_a_cursor_whose_session_moved_up(store):
     rest = await store.list_page(3, (first[-1].updated_at, first[-1].id))
     assert [i.id for i in rest] == ["s2", "s1", "s0"]
     assert [i.id for i in await store.list_page(1)] == ["s3"]
+
+
+async def test_a_new_store_objects_pages_are_the_kept_ones(backend):
+    """What a new process's first pages read (the file store: the index's tail and
+    its sorted region from the end) is what a store kept open pages, through
+    writes, deletes and cursors, and what list() gives."""
+    kept = backend.open()
+    opened = [kept]  # closed at the end: an in-memory store gives back its one object
+    try:
+        for n in range(9):
+            await kept.append(f"s{n}", [UserPrompt(text=f"p{n}")])
+        await kept.list_page(2)
+        await kept.append("s1", [AssistantMessage(text="moves s1 up")])
+        await kept.delete("s7")
+        await kept.append("s9", [UserPrompt(text="new")])
+        everything = await kept.list()
+        after = None
+        for start in range(0, len(everything) + 1, 3):
+            opened.append(backend.open())
+            page = await opened[-1].list_page(3, after)
+            assert page == await kept.list_page(3, after) == everything[start : start + 3]
+            if page:
+                after = (page[-1].updated_at, page[-1].id)
+    finally:
+        for store in opened:
+            await store.close()

@@ -40,7 +40,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -129,13 +129,18 @@ class FileCheckpointer(LogSync, StoreBase):
         stash's size), for gc to read only the truncations that changed."""
 
         def marks() -> dict[str, int]:
-            found = {}
-            for session_id in session_ids:
-                try:
-                    found[session_id] = os.stat(self._stash_path(session_id)).st_size
-                except FileNotFoundError:
-                    found[session_id] = 0
-            return found
+            # One listing of the stashes, not a stat of each session's: most
+            # sessions were never truncated.
+            sizes: dict[str, int] = {}
+            try:
+                with os.scandir(self.root / "truncated") as entries:
+                    for entry in entries:
+                        if entry.name.endswith(".jsonl"):
+                            with suppress(FileNotFoundError):
+                                sizes[entry.name[: -len(".jsonl")]] = entry.stat().st_size
+            except FileNotFoundError:
+                pass
+            return {sid: sizes.get(file_stem(sid), 0) for sid in session_ids}
 
         return await asyncio.to_thread(marks)
 
@@ -159,6 +164,7 @@ class FileCheckpointer(LogSync, StoreBase):
     def _close(self) -> None:
         self._states.clear()
         self._index.close()
+        self._listing.view.close()
 
     # -- paths and locks
 

@@ -2,15 +2,17 @@
 (file_index), repaired on the way from the logs it caches.
 
 ``list()`` folds the whole index; a page is read from this process's
-:class:`~.file_index.IndexView`, which reads only the lines written since its last
-look, and falls back to ``list()`` (which repairs what the view cannot vouch for: a
-write not recorded, a damaged or loose index) only then.
+:class:`~.file_index_view.IndexView` (the tail, and the sorted region from its end).
+A page that finds a write not recorded reads that session's log and records it,
+one that finds the index loose compacts it, and one that finds it missing or
+damaged falls back to ``list()``, which rebuilds it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..errors import CorruptLogError, StoreUnavailable
 from . import file_ids, file_index, framing
 from .base import ListCursor, SessionInfo
-from .file_index import IndexView, compact_threshold
+from .file_index_view import IndexView
 from .log_file import decode_event
 from .summary import Summary, summarize
 
@@ -29,18 +31,42 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COMPACTION_RETRY = 60.0
+"""Seconds before a page tries again a compaction that failed (a read-only store)."""
+REPAIR_ROUNDS = 3
+"""Pages that find writes not recorded, repaired in turn, before one falls back to
+list(): a store written to that fast is read whole once."""
+
 
 class FileListing:
     def __init__(self, store: FileCheckpointer) -> None:
         self._store = store
         self.view = IndexView(store._index.path)
+        self._compaction_failed = -COMPACTION_RETRY
+        """When a page last failed to compact the index (time.monotonic())."""
 
     def page(self, limit: int, after: ListCursor | None) -> list[SessionInfo]:
         if not os.path.isdir(self._store._sessions_dir):
             return []
-        found = self.view.page(limit, after)
-        if found is not None:
-            return found
+        compacted = False
+        for _ in range(REPAIR_ROUNDS):
+            found = self.view.page(limit, after)
+            if found is None:
+                break  # missing or damaged: list() rebuilds it
+            if found.pending:
+                if not all([self._read_log(session_id)[1] for session_id in found.pending]):
+                    break  # a store this process cannot write: list() reads the logs
+                continue
+            retry_at = self._compaction_failed + COMPACTION_RETRY
+            if found.loose and not compacted and time.monotonic() >= retry_at:
+                compacted = True
+                with self.repairing("compact the index"):
+                    self._store._index.compact()
+                    continue  # the page again, from the compacted index
+                # Not compacted (a store this process cannot write): still right, and
+                # not tried again by every page, each a read of the whole index.
+                self._compaction_failed = time.monotonic()
+            return found.rows
         rows = self.list()  # repairs the index, for the view's next page
         if after is not None:
             rows = [r for r in rows if (r.updated_at, r.id) < tuple(after)]
@@ -56,36 +82,43 @@ class FileListing:
                 self._store._index.rebuild(self.records_from_logs)
                 loaded = self._store._index.load()
             if loaded is None:  # a store this process cannot write: fold the logs here
-                loaded = file_index.parse(self.records_from_logs()) or ({}, set(), 0)
-        sessions, pending, lines = loaded
-        for session_id in pending:
-            # A writer announced a change and has not recorded it: it is running
-            # now (the lock waits for it), died, or could not write the index (a
-            # full disk). The log is the truth.
-            with self._store._reading(session_id) as (fd, repair):
-                if fd is None:
-                    sessions.pop(session_id, None)
-                    with self.repairing(f"record {session_id!r} deleted"):
-                        with self._store._index.writing():
-                            self._store._index.deleted(session_id)
-                    continue
-                state, _ = self._store._sync(session_id, fd, repair=repair)
-                if state.summary.head == 0:
-                    # A new session's first append that died before its write (a
-                    # fork, say): nothing was appended, so there is no session.
-                    sessions.pop(session_id, None)
-                    with self.repairing(f"record {session_id!r} never made"):
-                        with self._store._index.writing():
-                            self._store._index.deleted(session_id)
-                    continue
-                sessions[session_id] = state.summary.info(session_id)
-                with self.repairing(f"record {session_id!r}"):
-                    with self._store._index.writing():
-                        self._store._index.record(session_id, state.summary)
-        if lines > compact_threshold(len(sessions)):
+                loaded = file_index.parse(self.records_from_logs())
+                loaded = loaded or file_index.Loaded({}, set(), False)
+        sessions = loaded.sessions
+        for session_id in loaded.pending:
+            info, _ = self._read_log(session_id)
+            if info is None:
+                sessions.pop(session_id, None)
+            else:
+                sessions[session_id] = info
+        if loaded.loose:
             with self.repairing("compact the index"):
                 self._store._index.compact()
         return sorted(sessions.values(), key=_newest_first)
+
+    def _read_log(self, session_id: str) -> tuple[SessionInfo | None, bool]:
+        """``session_id`` as its log has it (None: no such session), and whether the
+        index took its record. A writer announced a change and has not recorded it:
+        it is running now (the lock waits for it), died, or could not write the index
+        (a full disk). The log is the truth."""
+        recorded = False
+        with self._store._reading(session_id) as (fd, repair):
+            if fd is None:
+                info, what = None, f"record {session_id!r} deleted"
+            else:
+                state, _ = self._store._sync(session_id, fd, repair=repair)
+                # A new session's first append that died before its write (a fork,
+                # say): nothing was appended, so there is no session.
+                info = state.summary.info(session_id) if state.summary.head else None
+                what = f"record {session_id!r}" if info else f"record {session_id!r} never made"
+            with self.repairing(what):
+                with self._store._index.writing():
+                    if info is None:
+                        self._store._index.deleted(session_id)
+                    else:
+                        self._store._index.record(session_id, state.summary)
+                recorded = True
+        return info, recorded
 
     def record(self, session_id: str, summary: Summary | None) -> None:
         """Record a change that has happened (None: a delete) in the index.
@@ -110,8 +143,8 @@ class FileListing:
 
     @contextmanager
     def repairing(self, what: str) -> Iterator[None]:
-        # list() repairs the index on its way; a store it cannot write (read-only,
-        # full) keeps the index as it is, and list() answers from the logs.
+        # The listing repairs the index on its way; a store it cannot write
+        # (read-only, full) keeps the index as it is, and list() answers from the logs.
         try:
             yield
         except (OSError, StoreUnavailable) as exc:

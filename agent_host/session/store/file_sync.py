@@ -123,16 +123,15 @@ class LogSync:
         """
         if size < COLD_START_SIZE:
             return None
-        info = self._listing.view.info(session_id)
-        if info is None:
-            return None
         where = self._log_path(session_id)
         found = file_snapshot.tail_records(fd, where, partial(decode_event, where), back_to)
         if found is None or not found[0]:
             return None
         events, offsets, end = found
         last = events[-1]
-        if last.seq != info.head or last.ts != info.updated_at:
+        # Looked up by its last write's time, the key the index is sorted by.
+        info = self._listing.view.info(session_id, last.ts)
+        if info is None or last.seq != info.head:
             return None
         summary = Summary(
             info.created_at,

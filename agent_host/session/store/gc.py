@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -53,20 +54,31 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     holder pinned (see blob_pins): a workspace index's, in this process or another.
     """
     cache_path: Path | None = getattr(store, "gc_cache", None)
-    cached = _load(cache_path) if cache_path is not None else {}
-    records: dict[str, Record] = {}
+    cache = _load(cache_path) if cache_path is not None else _Cache([], {})
     referenced: set[str] = set()
     pairs: list[tuple[str, str]] = []
     infos = await store.list()
     marks_of = getattr(store, "truncation_marks", None)
-    marks = await marks_of([i.id for i in infos]) if marks_of and cached else {}
+    marks = await marks_of([i.id for i in infos]) if marks_of and cache.sessions else {}
+    kept: dict[str, list] = {}
+    changed = len(infos) != len(cache.sessions)
     for info in infos:
-        record = cached.get(info.id)
+        entry = cache.sessions.get(info.id)
         mark = marks.get(info.id)
+        if entry is not None and mark is not None and entry[3] == mark:
+            if (info.head, info.updated_at) == (entry[0], entry[2]):
+                # Unchanged since the last collection: its record as it was, its
+                # blobs by position, with no per-blob work (see _Cache); its pairs
+                # were packed by the collection that saved the record.
+                kept[info.id] = entry
+                continue
+        changed = True
+        record = None if entry is None else cache.record(entry)
         blobs, record = await _session_blobs(store, info, record, mark, pairs)
         referenced |= blobs
         if record is not None:
-            records[info.id] = record
+            kept[info.id] = cache.entry(record)
+    referenced |= cache.blobs_of(kept.values())
     pack = getattr(store.blobs, "gc_and_pack", None)
     if pack is not None:
         # Forks repeat their parent's pairs: each once.
@@ -74,8 +86,8 @@ async def collect_garbage(store: Checkpointer, grace_seconds: float = 3600.0) ->
     else:
         result = await store.blobs.gc(referenced, grace_seconds)
     # Only once the pairs are packed: a record stands for events never read again.
-    if cache_path is not None:
-        _save(cache_path, records)
+    if cache_path is not None and (changed or cache.sessions.keys() != kept.keys()):
+        _save(cache_path, cache, kept)
     return result
 
 
@@ -149,19 +161,66 @@ def _blob_ids_in(value: object) -> list[str]:
     return []
 
 
-def _load(path: Path) -> dict[str, Record]:
+class _Cache:
+    """What the last collection recorded: a table of blob ids, and per session its
+    record with its blobs as positions in the table (the file's own form, so that
+    an unchanged session costs no work per blob to load, check or save again)."""
+
+    def __init__(self, blobs: list[str], sessions: dict[str, list]) -> None:
+        self.table = blobs
+        self.sessions = sessions
+        """id -> [head, head_ts, updated_at, mark, [positions in table]]"""
+        self._at: dict[str, int] | None = None
+
+    def record(self, entry: list) -> Record:
+        head, head_ts, updated_at, mark, refs = entry
+        return (head, head_ts, updated_at, mark, [self.table[i] for i in refs])
+
+    def entry(self, record: Record) -> list:
+        if self._at is None:
+            self._at = {b: i for i, b in enumerate(self.table)}
+        at, table = self._at, self.table
+        refs = []
+        for blob in record[4]:
+            i = at.get(blob)
+            if i is None:
+                i = at[blob] = len(table)
+                table.append(blob)
+            refs.append(i)
+        return [*record[:4], refs]
+
+    def blobs_of(self, entries: Iterable[list]) -> set[str]:
+        used: set[int] = set()
+        for entry in entries:
+            used.update(entry[4])
+        return {self.table[i] for i in used}
+
+
+def _load(path: Path) -> _Cache:
     try:
         data = orjson.loads(path.read_bytes())
         if data.get("version") != _VERSION:
-            return {}
+            return _Cache([], {})
         blobs: list[str] = data["blobs"]
-        records: dict[str, Record] = {}
-        for sid, (head, head_ts, updated_at, mark, refs) in data["sessions"].items():
-            known = [blobs[i] for i in refs]
-            records[sid] = (int(head), float(head_ts), float(updated_at), int(mark), known)
-        return records
+        sessions: dict[str, list] = data["sessions"]
+        size = len(blobs)
+        for entry in sessions.values():
+            head, head_ts, updated_at, mark, refs = entry
+            if not (
+                type(head) is int
+                and isinstance(head_ts, float | int)
+                and isinstance(updated_at, float | int)
+                and type(mark) is int
+                and type(refs) is list
+            ):
+                raise ValueError("a session's record is of the wrong shape")
+            if refs and not (0 <= min(refs) and max(refs) < size):
+                raise IndexError("a blob position past the table")
+        if not all(isinstance(b, str) for b in blobs):
+            raise ValueError("a blob id that is not a string")
+        return _Cache(blobs, sessions)
     except FileNotFoundError:
-        return {}
+        return _Cache([], {})
     except (
         OSError,
         orjson.JSONDecodeError,
@@ -169,23 +228,27 @@ def _load(path: Path) -> dict[str, Record]:
         KeyError,
         TypeError,
         ValueError,
+        IndexError,
     ) as exc:
         log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
-        return {}
-    except IndexError as exc:
-        log.warning("%s: the gc cache is not used (%s); every log is read", path, exc)
-        return {}
+        return _Cache([], {})
 
 
-def _save(path: Path, records: dict[str, Record]) -> None:
+def _save(path: Path, cache: _Cache, sessions: dict[str, list]) -> None:
     # Each blob once, sessions naming theirs by position: a blob many sessions
-    # share (forks) costs its 64 characters once.
-    at: dict[str, int] = {}
-    sessions = {
-        sid: [head, head_ts, updated_at, mark, [at.setdefault(b, len(at)) for b in known]]
-        for sid, (head, head_ts, updated_at, mark, known) in records.items()
-    }
-    data = orjson.dumps({"version": _VERSION, "blobs": list(at), "sessions": sessions})
+    # share (forks) costs its 64 characters once. Positions no session uses any
+    # more are dropped once they are most of the table.
+    used = set()
+    for entry in sessions.values():
+        used.update(entry[4])
+    table = cache.table
+    if len(used) * 2 < len(table):
+        moved = {old: new for new, old in enumerate(sorted(used))}
+        table = [table[i] for i in sorted(used)]
+        sessions = {
+            sid: [*entry[:4], [moved[i] for i in entry[4]]] for sid, entry in sessions.items()
+        }
+    data = orjson.dumps({"version": _VERSION, "blobs": table, "sessions": sessions})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -115,18 +115,22 @@ async def test_an_index_from_before_the_workspace_field_is_rebuilt(root):
     (root / "index.jsonl").write_bytes(b'["s1",1.0,2.0,2,1,"hi"]\n')
     infos = await FileCheckpointer(root).list()
     assert [(i.id, i.head, i.workspace) for i in infos] == [("s1", 2, "/src/app")]
-    assert all(len(orjson.loads(line)) == 7 for line in content(root / "index.jsonl").splitlines())
+    header, *rows = content(root / "index.jsonl").splitlines()
+    assert orjson.loads(header)[:2] == ["#", file_index.FORMAT]
+    assert [len(orjson.loads(line)) for line in rows] == [7]
 
 
 async def test_index_is_compacted_when_it_grows(root):
     store = FileCheckpointer(root)
-    appends = file_index.compact_threshold(2) // 2 + 10
+    appends = 60  # two lines each: past the 100 lines a tail may hold over no region
     for n in range(appends):
         await store.append("a" if n % 2 else "b", [AssistantMessage(text=str(n))])
-    lines_before = len((root / "index.jsonl").read_bytes().splitlines())
-    assert lines_before > file_index.compact_threshold(2)
+    loaded = store._index.load()
+    assert loaded is not None and loaded.loose
     infos = await store.list()
-    assert len((root / "index.jsonl").read_bytes().splitlines()) == 2
+    header, *rows = (root / "index.jsonl").read_bytes().splitlines()
+    assert orjson.loads(header) == ["#", 2, sum(len(r) + 1 for r in rows), 2]
+    assert [orjson.loads(r)[0] for r in rows] == [i.id for i in reversed(infos)]
     assert await store.list() == infos
     assert sum(i.head for i in infos) == appends
 
