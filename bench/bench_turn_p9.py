@@ -37,7 +37,8 @@ files at the capture-on turn's start is printed.
 
 Where the capture-on turn's extra time goes: ``capture_log.begin`` (refresh, save
 of the index copy the write-ahead CaptureStarted names, its append) and
-``capture_log.end`` (changes, the snapshots' append), timed by wrapping them for
+``capture_log.end`` (changes, the snapshots' append); and, for both hosts, the sum
+of the log's appends in a turn and the command itself -- timed by wrapping them for
 the run (behaviour unchanged).
 """
 

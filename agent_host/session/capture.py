@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import threading
 import time
@@ -42,7 +41,7 @@ from .capture_diff import (
     under,
 )
 from .capture_read import batches, read_batch
-from .capture_saved import SavedDelta, SavedIndex, apply, decode, encode, encode_delta
+from .capture_saved import SavedDelta, SavedIndex, SinceWhole, decode, encode, read_saved
 from .capture_walk import (
     Sig,
     Walker,
@@ -98,16 +97,6 @@ _INLINE_BYTES = 1024 * 1024
 files and bytes, runs on the event loop: less than a thread's hand-off costs."""
 
 
-def rebase_at(entries: int) -> int:
-    """How many files and folders a delta copy may name before :meth:`save` writes
-    a whole copy again. A whole copy costs about ``entries``, a delta what changed
-    since the last whole one: for commands of ``k`` changes, rebasing after ``m``
-    commands costs per command ``entries/m + k*m/2``, least at ``m = sqrt(2 *
-    entries / k)``, when the delta names ``k*m = sqrt(2 * k * entries)`` -- for
-    10-file commands, ``sqrt(20 * entries)`` (1,414 of 100,000)."""
-    return max(256, math.isqrt(20 * entries))
-
-
 _RACY_NS = 3_000_000_000
 """A file whose mtime is this close to the moment it was read may change again within
 the same timestamp tick and keep its stat (ext4's clock ticks every few ms; ext3 and
@@ -154,12 +143,8 @@ class WorkspaceIndex:
         self._lapsed = False
         self._saved: str | None = None
         """The blob of :meth:`save`'s copy, while the index is as it was then."""
-        self._base: str | None = None
-        """The blob of the last whole copy :meth:`save` stored (None: the next is
-        whole), and what passes changed since: the files and folder keys a delta
-        copy names."""
-        self._since_base: set[str] = set()
-        self._folders_since_base: set[str] = set()
+        self._since = SinceWhole()
+        """The last whole copy :meth:`save` stored, and what changed since."""
         self._unlisted: set[str] = set()
         """Folders that could not be listed (their signature says so): while there
         are any, passes walk. Kept as passes go, not found by a look at every folder."""
@@ -208,14 +193,12 @@ class WorkspaceIndex:
         it in any process. Stored again only when a pass changed the index."""
         async with self._lock:  # no pass changes the index meanwhile
             if self._saved is None:
-                changed = len(self._since_base) + len(self._folders_since_base)
-                whole = self._base is None or changed > rebase_at(
-                    len(self._files) + len(self._folders)
-                )
+                since = self._since
+                whole = since.whole_due(len(self._files) + len(self._folders))
                 if whole:
                     # On a worker thread: ~0.1 s for 100,000 files.
                     data = await asyncio.to_thread(self._encode)
-                elif changed > _INLINE_PATHS:
+                elif since.size > _INLINE_PATHS:
                     data = await asyncio.to_thread(self._encode_delta)
                 else:
                     data = self._encode_delta()
@@ -225,37 +208,21 @@ class WorkspaceIndex:
                 (self._saved,) = await self._blobs.put_many([data], self._holder)
                 self._pinned = True
                 if whole:
-                    self._base = self._saved
-                    self._since_base.clear()
-                    self._folders_since_base.clear()
+                    since.stored_whole(self._saved)
             return self._saved
 
     def _encode(self) -> bytes:
         return encode(self._roots, self._files, self._folders, self._racy | self._stale)
 
     def _encode_delta(self) -> bytes:
-        assert self._base is not None
-        files, folders = self._files, self._folders
-        return encode_delta(
-            self._base,
-            self._roots,
-            {path: files.get(path) for path in self._since_base},
-            {key: folders.get(key) for key in self._folders_since_base},
-            self._racy | self._stale,
-        )
+        return self._since.delta(self._roots, self._files, self._folders, self._racy | self._stale)
 
     @classmethod
     async def load_saved(cls, blob: str, blobs: BlobStore) -> WorkspaceIndex:
         """The index :meth:`save` stored as ``blob``, ready for :meth:`changes`: what
         changed on disk since it was saved. BlobNotFound or BlobCorrupt if it (or
         the whole copy a delta names) cannot be read, ValueError if it is not one."""
-        copy = await asyncio.to_thread(decode, await blobs.get(blob))
-        if isinstance(copy, SavedDelta):
-            base = await asyncio.to_thread(decode, await blobs.get(copy.base))
-            if not isinstance(base, SavedIndex):
-                raise ValueError(f"the delta {blob} names another delta, {copy.base}")
-            copy = apply(base, copy)
-        return cls._of(copy, blobs)
+        return cls._of(await read_saved(blob, blobs), blobs)
 
     @classmethod
     def load(cls, data: bytes, blobs: BlobStore) -> WorkspaceIndex:
@@ -419,15 +386,10 @@ class WorkspaceIndex:
                 or self._folders_changed(plan)
             ):
                 self._saved = None  # what save() stored is no longer the index
-            if self._base is not None:
-                if plan.folders_touched is None:
-                    self._base = None  # a walk: the next copy is whole
-                else:
-                    since = self._since_base
-                    since.update(plan.removals)
-                    since.update(plan.updates)
-                    since.update(item.path for item, _, _ in found)
-                    self._folders_since_base.update(plan.folders_touched)
+            self._since.changed(
+                [*plan.removals, *plan.updates, *(item.path for item, _, _ in found)],
+                plan.folders_touched,
+            )
             self._note_unlisted(plan)
             self._folders = plan.folders
             self._racy = racy
@@ -453,7 +415,7 @@ class WorkspaceIndex:
         await self._blobs.pin(self._holder, held)
         gone = await self._blobs.missing(held)
         self._saved = None  # a copy save() stored may be gone too: store it again
-        self._base = None  # and a whole one, which a delta would name
+        self._since.base = None  # and a whole one, which a delta would name
         for path, (sig, blob) in list(self._files.items()):
             if blob in gone:
                 self._files[path] = (sig, None)

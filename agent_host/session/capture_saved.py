@@ -9,13 +9,19 @@ copy is written again."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import orjson
 
 from .capture_diff import Entry
+
+if TYPE_CHECKING:
+    from .blobs import BlobStore
 
 SAVED_VERSION = 1
 """Of the whole copy :func:`encode` makes."""
@@ -136,3 +142,75 @@ def apply(base: SavedIndex, delta: SavedDelta) -> SavedIndex:
         else:
             folders[key] = signed
     return SavedIndex(base.roots, files, folders, delta.racy)
+
+
+async def read_saved(blob: str, blobs: BlobStore) -> SavedIndex:
+    """The index stored as ``blob``, a delta read with its whole copy. BlobNotFound or
+    BlobCorrupt if either cannot be read, ValueError if it is not a saved index."""
+    copy = await asyncio.to_thread(decode, await blobs.get(blob))
+    if isinstance(copy, SavedIndex):
+        return copy
+    base = await asyncio.to_thread(decode, await blobs.get(copy.base))
+    if not isinstance(base, SavedIndex):
+        raise ValueError(f"the delta {blob} names another delta, {copy.base}")
+    return apply(base, copy)
+
+
+def rebase_at(entries: int) -> int:
+    """How many files and folders a delta may name before the next copy is whole
+    again. A whole copy costs about ``entries``, a delta what changed since the last
+    whole one: for commands of ``k`` changes, a whole copy every ``m`` commands costs
+    per command ``entries/m + k*m/2``, least at ``m = sqrt(2 * entries / k)``, when
+    the delta names ``k*m = sqrt(2 * k * entries)`` -- for 10-file commands,
+    ``sqrt(20 * entries)`` (1,414 of 100,000)."""
+    return max(256, math.isqrt(20 * entries))
+
+
+class SinceWhole:
+    """The last whole copy a workspace index stored, and what its passes changed
+    since: the files and folder keys the next delta names."""
+
+    def __init__(self) -> None:
+        self.base: str | None = None
+        """None: the next copy is whole."""
+        self.files: set[str] = set()
+        self.folders: set[str] = set()
+
+    def changed(self, files: Iterable[str], folders: set[str] | None) -> None:
+        """A pass changed ``files`` and ``folders`` (None: it walked, and any may
+        have changed: the next copy is whole)."""
+        if self.base is None:
+            return
+        if folders is None:
+            self.base = None
+            return
+        self.files.update(files)
+        self.folders.update(folders)
+
+    @property
+    def size(self) -> int:
+        return len(self.files) + len(self.folders)
+
+    def whole_due(self, entries: int) -> bool:
+        return self.base is None or self.size > rebase_at(entries)
+
+    def delta(
+        self,
+        roots: Sequence[Path],
+        files: Mapping[str, Entry],
+        folders: Mapping[str, str],
+        racy: set[str],
+    ) -> bytes:
+        assert self.base is not None
+        return encode_delta(
+            self.base,
+            roots,
+            {path: files.get(path) for path in self.files},
+            {key: folders.get(key) for key in self.folders},
+            racy,
+        )
+
+    def stored_whole(self, blob: str) -> None:
+        self.base = blob
+        self.files.clear()
+        self.folders.clear()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_host.session import capture
+from agent_host.session import capture_saved
 from agent_host.session import events as ev
 from agent_host.session.blobs import MemoryBlobStore
 from agent_host.session.capture import WorkspaceIndex
@@ -100,7 +100,7 @@ async def test_a_walk_or_a_delta_past_its_limit_makes_the_next_copy_whole(ws, mo
         sh(ws, "echo a3 >> a.py")
         await index.refresh()
         assert (await copy_of(blobs, await index.save())).base == walked
-        monkeypatch.setattr(capture, "rebase_at", lambda entries: 2)
+        monkeypatch.setattr(capture_saved, "rebase_at", lambda entries: 2)
         sh(ws, "echo b2 >> b.txt && echo m2 >> src/m.py")
         await index.refresh()
         rebased = await index.save()
@@ -111,9 +111,9 @@ async def test_a_walk_or_a_delta_past_its_limit_makes_the_next_copy_whole(ws, mo
 
 
 def test_rebase_at_grows_as_the_square_root_of_the_index():
-    assert capture.rebase_at(10) == 256
-    assert capture.rebase_at(100_000) == 1414
-    assert capture.rebase_at(10_000_000) == 14_142
+    assert capture_saved.rebase_at(10) == 256
+    assert capture_saved.rebase_at(100_000) == 1414
+    assert capture_saved.rebase_at(10_000_000) == 14_142
 
 
 async def test_a_capture_cut_off_at_a_delta_is_finished_after_gc(tmp_path, ws):
