@@ -9,8 +9,8 @@ every syncfs of a batch of blobs,
 every pwrite (how the file store writes its log: a killed process loses nothing
 it wrote, only a power cut loses what was not synced, so without the write a kill
 could never land before an append), every SQLite commit and every PostgreSQL
-statement and commit -- and SIGKILLs itself just before step ``kill_at``: a
-crash at exactly that point.
+commit and statement outside a transaction (see _count_postgres) -- and SIGKILLs
+itself just before step ``kill_at``: a crash at exactly that point.
 A child that gets to the end reports how many steps it made (``kill_at`` 0 runs
 to the end), so the caller can enumerate every point.
 
@@ -29,6 +29,10 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
+from contextlib import suppress
+from pathlib import Path
 
 from agent_host.session.host import AgentHost
 from agent_host.session.store.sqlite import SqliteCheckpointer
@@ -80,23 +84,47 @@ class _CountedConnection:
         return getattr(self._conn, name)
 
 
+LEASE_WATCHDOG = "agent-host lease watchdog"
+"""The thread that probes the lease connection (see postgres_leases): on a clock."""
+
+
 def _count_postgres(counter: _Counter) -> None:
-    """Every statement a PostgreSQL store sends, and every commit, is a step (the
-    server, not this process, makes them durable: a kill lands between them)."""
+    """Every commit a PostgreSQL store makes, and every statement it sends outside a
+    transaction, is a step: what the server makes durable (a kill lands between
+    them). A statement inside a transaction is not: a kill before it leaves what a
+    kill before the commit leaves (the server rolls the transaction back), and how
+    many there are varies from run to run (a capture reads a file again, so touches
+    its blob again, when its mtime was recent: ``_RACY_NS``, a matter of time). Nor
+    are a new connection's SET (pooled connections are opened as threads ask for
+    them) and the lease watchdog's probe (every few seconds of the clock)."""
     import psycopg
+    from psycopg.pq import TransactionStatus
 
-    for cls, name in (
-        (psycopg.Cursor, "execute"),
-        (psycopg.Cursor, "executemany"),
-        (psycopg.Connection, "commit"),
-    ):
-        real = getattr(cls, name)
+    def durable(cursor: psycopg.Cursor, query: object) -> bool:
+        conn = cursor.connection
+        if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
+            return False  # its transaction's commit is the step
+        if isinstance(query, str) and query.lstrip().upper().startswith("SET "):
+            return False
+        return threading.current_thread().name != LEASE_WATCHDOG
 
-        def counted(self, *args, _real=real, **kwargs):
+    for name in ("execute", "executemany"):
+        real = getattr(psycopg.Cursor, name)
+
+        def counted(self, query, *args, _real=real, **kwargs):
+            if durable(self, query):
+                counter.step()
+            return _real(self, query, *args, **kwargs)
+
+        setattr(psycopg.Cursor, name, counted)
+    real_commit = psycopg.Connection.commit
+
+    def counted_commit(self, *args, **kwargs):
+        if threading.current_thread().name != LEASE_WATCHDOG:
             counter.step()
-            return _real(self, *args, **kwargs)
+        return real_commit(self, *args, **kwargs)
 
-        setattr(cls, name, counted)
+    psycopg.Connection.commit = counted_commit  # type: ignore[method-assign]
 
 
 async def _new_then_send(job: dict, counter: _Counter) -> object:
@@ -166,18 +194,74 @@ def _child(job: dict) -> None:
     os._exit(0)
 
 
+PR_SET_CHILD_SUBREAPER = 36
+LEFT_RUNNING_BOUND = 60.0
+"""Seconds the processes a killed child left may take to end (see _reap_orphans)."""
+
+
+def _become_subreaper() -> None:
+    """Have the processes a killed child leaves -- a command it was starting, its
+    process watchdog -- reparented to this process (Linux), so _reap_orphans can
+    wait for them."""
+    import ctypes
+
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _reap_orphans() -> list[int]:
+    """Wait until every process the job's child started has ended; the pids of any
+    still running after LEFT_RUNNING_BOUND (then killed).
+
+    A child killed while it forks a command leaves the fork holding the child's
+    files -- its session's lease lock among them -- until it execs: the next
+    operation would find the session's turn still running. And a command the kill
+    left (its watchdog ends it) could change a file after the caller has looked.
+    The job is over when they are all gone."""
+    deadline = time.monotonic() + LEFT_RUNNING_BOUND
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return []
+        if pid:
+            continue
+        if time.monotonic() > deadline:
+            left = [
+                int(stat.parent.name)
+                for stat in Path("/proc").glob("[0-9]*/stat")
+                if _parent_of(stat) == os.getpid()
+            ]
+            for orphan in left:
+                with suppress(ProcessLookupError):
+                    os.kill(orphan, signal.SIGKILL)
+            return left
+        time.sleep(0.01)
+
+
+def _parent_of(stat: Path) -> int | None:
+    try:
+        return int(stat.read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def main() -> None:
+    _become_subreaper()
     for line in sys.stdin:
         job = json.loads(line)
         pid = os.fork()
         if pid == 0:
             _child(job)
         _, status = os.waitpid(pid, 0)
+        left_running = _reap_orphans()
         killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         report = {}
         if not killed and os.path.exists(job["report"]):
             with open(job["report"]) as f:
                 report = json.load(f)
+        if left_running:
+            report["left_running"] = left_running
         print(json.dumps({"killed": killed, "pid": pid, **report}), flush=True)
 
 

@@ -93,7 +93,9 @@ class Crasher:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         assert line, "the crash_points process died"
-        return json.loads(line)
+        outcome = json.loads(line)
+        assert "left_running" not in outcome, f"the job's processes did not end: {outcome}"
+        return outcome
 
     def close(self) -> None:
         assert self.proc.stdin

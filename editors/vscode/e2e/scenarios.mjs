@@ -37,6 +37,9 @@ const literal = (text) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 /** A chat line with `text` that is not a restore's note (which names the checkpoint by its prompt). */
 const asked = (text) => new RegExp(`^(?!Restored to ).*${literal(text).source}`, 'm');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** How long a wait that includes an agent-host start may take: its imports alone take
+ * seconds when CI's test processes and tsc share two cores. A hung server still fails. */
+const SERVER_START_MS = 60_000;
 
 async function chatHas(wb, pattern, what, timeoutMs = 20_000) {
     let last = '';
@@ -248,7 +251,8 @@ export const scenarios = [
             const { wb } = ctx;
             await wb.reload();
             await wb.command('Agent Host: Show Chat');
-            const chat = await chatHas(wb, literal(PROMPT_2), 'the remembered conversation');
+            // the reloaded extension starts a server to read the session back
+            const chat = await chatHas(wb, literal(PROMPT_2), 'the remembered conversation', SERVER_START_MS);
             assert.doesNotMatch(chat, /No session yet/);
             const title = await (await wb.chatFrame()).locator('#title').innerText();
             assert.equal(title, PROMPT_1);
@@ -311,11 +315,12 @@ export const scenarios = [
                 const before = ((await wb.chatText()).match(/Still here\./g) ?? []).length;
                 await frame.locator('#prompt').fill(prompt);
                 await frame.locator('#prompt').press('Enter');
-                await waitFor(async () => ((await wb.chatText()).match(/Still here\./g) ?? []).length > before, `an answer to ${prompt}`);
+                // (a server may start first: after a failed start, or a restart)
+                await waitFor(async () => ((await wb.chatText()).match(/Still here\./g) ?? []).length > before, `an answer to ${prompt}`, SERVER_START_MS);
             };
             const restartOnToast = async () => {
                 await wb.toastButton('settings changed', 'Restart');
-                await waitFor(async () => /server restarted/.test(await wb.statusBar()), 'the restart', 20_000);
+                await waitFor(async () => /server restarted/.test(await wb.statusBar()), 'the restart', SERVER_START_MS);
             };
             // no server runs after the failed start: the next prompt starts one on the new settings
             await wb.clearToasts();

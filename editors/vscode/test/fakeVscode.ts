@@ -374,7 +374,9 @@ export function fakeWebviewView(): { view: any; posted: any[]; send(message: unk
         html: '',
         cspSource: 'vscode-resource:',
         postMessage: async (m: unknown) => {
-            posted.push(m);
+            // A copy, as a real webview gets it (serialized when posted): the render's
+            // entries are the transcript's own array, which later events change.
+            posted.push(structuredClone(m));
             return true;
         },
         onDidReceiveMessage: fromView.event,

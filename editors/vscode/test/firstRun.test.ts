@@ -282,8 +282,13 @@ test("the header shows the session's title once it has one; Select Model… appl
     await picking;
     await waitFor(() => lastRender(view)?.model === `scripted:${picked}` || undefined, 'the model in the header');
     view.send({ type: 'send', text: 'and now?' });
+    // The turn's end, not only its text: a prompt sent while it runs is refused
+    // ("a turn is running"), and its answer would never come.
     await waitFor(
-        () => lastRender(view)?.entries.some((e: { text?: string }) => e.text === 'From the picked model.') || undefined,
+        () => {
+            const s = lastRender(view);
+            return (s && !s.running && s.entries.some((e: { text?: string }) => e.text === 'From the picked model.')) || undefined;
+        },
         'the answer of the picked model',
         30_000,
     );
@@ -297,4 +302,5 @@ test("the header shows the session's title once it has one; Select Model… appl
     await waitFor(() => (answers()?.length === 3 && !lastRender(view).running) || undefined, 'the third answer', 30_000);
     assert.deepEqual(answers(), ['From the setting.', 'From the picked model.', 'From the setting.']);
     assert.deepEqual(errors(ui), []);
+    assert.deepEqual(ui.messages.filter((m) => m.level === 'warning'), [], 'no prompt was refused');
 });

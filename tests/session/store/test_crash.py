@@ -121,15 +121,19 @@ def read_acks(path: Path) -> list[tuple[int, int, int, int]]:
 
 
 def wait_for_backends_of(url: str, pid: int, timeout: float = 30.0) -> None:
-    """Until the server has no connection left of process ``pid`` (application_name)."""
+    """Until the server has no connection left of process ``pid`` (application_name):
+    its pooled ones, and its lease connection, whose advisory locks go with it."""
     import psycopg
+
+    from agent_host.session.store.postgres_leases import APP_PREFIX
 
     with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             (left,) = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                (f"agent-host {pid}",),
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE application_name = %s OR application_name LIKE %s",
+                (f"agent-host {pid}", f"{APP_PREFIX}{pid} %"),
             ).fetchone()
             if left == 0:
                 return

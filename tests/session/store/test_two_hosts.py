@@ -47,7 +47,16 @@ ADD = [
     {"text": "Added notes."},
 ]
 REPLY = [{"text": "Hello from host B"}]
-SLOW = [{"text": "thinking slowly", "delay_ms": 20000}]  # outlasts B's start on a busy box
+# A's slow turn runs a command that waits for the test's go (a file in A's checkout):
+# A is mid-turn for as long as B takes to try, however busy the machine.
+WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.05; done"
+SLOW = [
+    {
+        "text": "thinking slowly",
+        "tool_calls": [{"name": "run_command", "arguments": {"command": WAIT_FOR_GO}}],
+    },
+    {"text": "Done slowly."},
+]
 # The scripted model answers a session's turns from one list of steps, in order.
 SESSION = EDIT + ADD + REPLY + SLOW
 REPO = Path(__file__).resolve().parents[3]
@@ -180,7 +189,8 @@ def test_two_hosts_share_sessions_snapshots_and_leases(hosts):
     assert listed["turns"] == 3
 
     # While A's turn runs, B may not start one in the same session.
-    slow = a.start("run", "Slowly", "--session", "s1", "--model", model)
+    slow = a.start("run", "Slowly", "--session", "s1", "--approve", "auto",
+                   "--model", model)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while "Slowly" not in ok(b.run("history", "s1")):
@@ -191,8 +201,10 @@ def test_two_hosts_share_sessions_snapshots_and_leases(hosts):
                         "--model", model)  # fmt: skip
         assert refused.returncode == 1, refused.stderr
         assert "turn is running" in refused.stderr and "in another process (pid" in refused.stderr
-        assert slow.poll() is None, "A's turn ended before B tried: the lease was not tested"
+        assert slow.poll() is None, "A's turn ended before its go: the lease was not tested"
     finally:
-        out, err = slow.communicate(timeout=60)
+        (a.copy / "go").touch()  # A's command ends, and its turn
+        out, err = slow.communicate(timeout=120)
     assert slow.returncode == 0, err
+    assert "Done slowly." in out, out
     assert "Meanwhile" not in ok(a.run("history", "s1"))
