@@ -37,9 +37,9 @@ files at the capture-on turn's start is printed.
 
 Where the capture-on turn's extra time goes: ``capture_log.begin`` (refresh, save
 of the index copy the write-ahead CaptureStarted names, its append) and
-``capture_log.end`` (changes, the snapshots' append); and, for both hosts, the sum
-of the log's appends in a turn and the command itself -- timed by wrapping them for
-the run (behaviour unchanged).
+``capture_log.end`` (changes: the snapshots, logged in the result's append); and,
+for both hosts, the sum of the log's appends in a turn and the command itself --
+timed by wrapping them for the run (behaviour unchanged).
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             ("begin", "  capture_log.begin (refresh, save, append)"),
             ("refresh", "    refresh()"),
             ("save", "    save() (the index copy CaptureStarted names)"),
-            ("end", "  capture_log.end (changes, append)"),
+            ("end", "  capture_log.end (changes; logged with the result)"),
             ("changes", "    changes()"),
         ):
             row(what, phases.times[f"on/{policy}"][name])

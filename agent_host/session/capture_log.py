@@ -4,7 +4,8 @@ restore is silently partial.
 Before a command (or an MCP tool) runs, the workspace index is brought up to date
 and stored (:meth:`WorkspaceIndex.save`: whole, or what changed since a whole copy it
 names), and a CaptureStarted naming it is
-appended. After it, what changed and a CaptureEnded are appended together. A
+appended. After it, what changed and a CaptureEnded are logged together, in the
+same append as the tool's result (one durable write a command, not two). A
 crash anywhere in between leaves the CaptureStarted pending: the next operation
 on the session, in any process and under the session's turn lease, rebuilds the
 index from its stored copy, compares it with the disk and logs what changed,
@@ -42,10 +43,14 @@ async def begin(state: SessionState, index: WorkspaceIndex) -> int:
     return await state.append([ev.CaptureStarted(index=saved)])
 
 
-async def end(state: SessionState, index: WorkspaceIndex, started: int) -> None:
-    """Log what the work changed, and that the capture begun at ``started`` is done."""
+async def end(index: WorkspaceIndex, started: int) -> list[ev.Event]:
+    """What the work changed, and that the capture begun at ``started`` is done: the
+    records to log, by the caller, in the append that follows the work (its result).
+
+    The contents they name are stored by now; until they are logged the capture is
+    pending, and a crash leaves it for :func:`finish_pending`."""
     found = await index.changes()
-    await state.append([*change_records(found), ev.CaptureEnded(started_seq=started)])
+    return [*change_records(found), ev.CaptureEnded(started_seq=started)]
 
 
 def change_records(found: CapturedChanges) -> list[ev.Event]:

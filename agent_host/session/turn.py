@@ -151,6 +151,19 @@ class _Turn:
     other protected file it changes is refused."""
     cost: float | None = 0.0
     """None once a call's cost is unknown: the rest of the sum would mislead."""
+    capture_ends: list[ev.Event] = attrs.field(factory=list)
+    """A finished capture's records (what the command changed, its CaptureEnded),
+    not yet logged: they go first in the turn's next append -- the command's
+    result -- so a command costs one durable write after it, not two."""
+
+    async def _append(self, records: list[ev.Event]) -> None:
+        """Append ``records`` after any capture records still unlogged: nothing the
+        turn logs can come between a capture and its end."""
+        ends, self.capture_ends = self.capture_ends, []
+        # Taken before the write: an append finishes even when cancelled, so they
+        # are logged (or, should it fail, left pending in the log for the next
+        # operation on the session to finish, as a crash would).
+        await self.state.append([*ends, *records])
 
     async def loop(self) -> str:
         for _ in range(self.settings.max_turns):
@@ -206,7 +219,7 @@ class _Turn:
         # close() log the same text again.
         self.streaming = None
         self.texts.append(text)
-        await self.state.append(records)
+        await self._append(records)
         return calls, finish
 
     def _usage(self, usage: UsageReport) -> ev.Usage:
@@ -288,7 +301,7 @@ class _Turn:
             is_error=outcome.is_error,
             unconfined=outcome.unconfined,
         )
-        await self.state.append([result])
+        await self._append([result])
 
     def _protected(self, path: object) -> tuple[Path | None, str | None]:
         """The file ``path`` resolves to (symlinks followed) and why it is protected;
@@ -326,8 +339,10 @@ class _Turn:
         The index is brought up to date first, so what the user changed since is
         theirs, not the work's, and logged (write-ahead, see :mod:`.capture_log`)
         before the work starts; after it (whatever became of it: failed, timed
-        out, cancelled) its changes are logged as file snapshots of this turn.
-        A crash in between is finished by the next operation on the session.
+        out, cancelled) its changes become file snapshots of this turn, logged in
+        the turn's next append (:attr:`capture_ends`): the tool's result, or the
+        close of a cancelled turn. A crash in between is finished by the next
+        operation on the session.
         """
         index = self.settings.index
         assert index is not None
@@ -338,10 +353,15 @@ class _Turn:
             if close is not None:
                 close()  # never started: no "never awaited" warning
             raise
+
+        async def end() -> None:
+            # Kept inside the task: a cancel landing meanwhile must not lose them.
+            self.capture_ends += await capture_log.end(index, started)
+
         try:
             return await work
         finally:
-            await finish_even_if_cancelled(capture_log.end(self.state, index, started))
+            await finish_even_if_cancelled(end())
 
     async def _change_file(self, path: str, data: bytes | None) -> None:
         """Write-ahead: the old and new content are stored and logged before the write.
@@ -379,7 +399,7 @@ class _Turn:
             after=None if data is None else await blobs.put(data),
             buffer_before=None if unsaved is None else await blobs.put(unsaved),
         )
-        await self.state.append([snapshot])
+        await self._append([snapshot])
         try:
             if data is None:
                 await workspace.delete(path)
@@ -412,7 +432,7 @@ class _Turn:
         record = ev.FileSnapshot(
             path=logged.path, before=logged.after, after=landed, buffer_after=unsaved_id
         )
-        await self.state.append([record])
+        await self._append([record])
 
     async def close(self, stop_reason: str) -> None:
         """End the turn in the log: partial text kept, every open call answered."""
@@ -438,7 +458,7 @@ class _Turn:
                     ev.ToolResult(call_id=event.call_id, output=CANCELLED, is_error=True)
                 )
         records.append(ev.TurnEnd(stop_reason=stop_reason))
-        await self.state.append(records)
+        await self._append(records)
 
     def result(self, stop_reason: str) -> TurnResult:
         return TurnResult(

@@ -3,6 +3,7 @@ exactly, like the agent's own edits; what is not captured is said."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 
@@ -218,3 +219,33 @@ async def test_gc_keeps_what_a_capture_a_crash_cut_off_needs(tmp_path, ws, backe
     finally:
         await host.close()
         await store.close()
+
+
+async def test_a_turn_cancelled_mid_command_logs_its_changes_with_the_close(tmp_path, ws, backend):
+    """The capture's end waits for the turn's next append; a cancel makes that the
+    close's: the command's changes are logged, before its cancelled result, and
+    restored exactly -- nothing left pending."""
+    steps = [command("echo changed > a.py && sleep 30"), {"text": "-"}]
+    host = AgentHost(
+        store=backend.open(), model=script(tmp_path, steps), workdir=ws, auto_compact=None
+    )
+    before = tree(ws)
+    turn = asyncio.ensure_future(host.send("change and hang"))
+    for _ in range(600):
+        if (ws / "a.py").read_text() == "changed\n":
+            break
+        await asyncio.sleep(0.05)
+    assert await host.cancel()
+    result = await turn
+    assert result.stop_reason == "cancelled"
+
+    log = await host.store.read(host.session_id)
+    kinds = [type(e) for e in log]
+    assert kinds.count(ev.CaptureStarted) == kinds.count(ev.CaptureEnded) == 1
+    snapshot = next(e for e in log if type(e) is ev.FileSnapshot and e.path == "a.py")
+    end = kinds.index(ev.CaptureEnded)
+    assert kinds.index(ev.ToolCall) < log.index(snapshot) < end < kinds.index(ev.ToolResult)
+    restored = await host.restore(host.session_id, result.checkpoint)
+    assert restored.conflicts == [] and restored.not_captured == []
+    assert tree(ws) == before
+    await host.close()
