@@ -208,7 +208,8 @@ export const scenarios = [
             await wb.command('Agent Host: Restore Checkpoint…');
             await wb.pick(PROMPT_1);
             await wb.pick('Files and conversation');
-            await waitFor(async () => /Restore to 1 · Tidy greet and notes/.test(await quickInput(wb).innerText()), 'the preview');
+            // The mode picker's title is "Restore to 1 · …" too: the preview's own is "…: <counts>".
+            await waitFor(async () => /Restore to 1 · Tidy greet and notes: \d+ files? ·/.test(await quickInput(wb).innerText()), 'the preview');
             const shown = (await quickInput(wb).innerText()).replace(/\s+/g, ' ');
             assert.match(shown, /3 files · 1 conflict · \d+ messages removed/);
             assert.match(shown, /greet\.py\s*will be changed · \+1 −1/);
