@@ -43,26 +43,25 @@ store and the shadow git dir grew (``du -sb``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
-import platform
 import random
 import shutil
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from bench_common import (
-    default_base,
     filesystem_of,
     fmt_ms,
     git_state,
     io_pressure,
     load_average,
+    machine,
     quantile,
+    run_in,
+    work_dir,
 )
 
 # The header helpers P4 prints with; shared rather than copied.
@@ -582,13 +581,11 @@ def main() -> None:
         args.sizes, args.repeats = sizes("10000:200"), 7
     if any(f < 10 for f, _ in args.sizes) or args.repeats < 1 or args.first_repeats < 1:
         parser.error("files >= 10, --repeats >= 1 and --first-repeats >= 1")
-    base = Path(args.dir).expanduser().absolute() if args.dir else default_base()
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="p9-run-", dir=base))
+    base, work = work_dir(args.dir, "p9-run-")
     fs = filesystem_of(base)
     shown = ", ".join(f"{f} files / {mb} MB" for f, mb in args.sizes)
     print(f"P9  capture around a command changing 10 files: {shown}")
-    print(f"  python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs")
+    print(machine())
     print(f"  files under {work} ({fs}); OS page cache warm")
     print(f"  agent_host at {git_state()}; {subprocess.getoutput('git --version')}")
     print(f"  load average {load_average()}{io_pressure()}")
@@ -596,15 +593,7 @@ def main() -> None:
         f"  {args.repeats} steady repeats after {WARMUP} warm-up, rotated; "
         f"{args.first_repeats} first indexes, alternated"
     )
-    started = time.perf_counter()
-    try:
-        asyncio.run(run(args, work))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"\n{time.perf_counter() - started:.0f}s in all; load average now "
-        f"{load_average()}{io_pressure()}"
-    )
+    run_in(work, lambda: run(args, work))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -83,3 +85,35 @@ def io_pressure() -> str:
 def fmt_ms(seconds: float) -> str:
     ms = seconds * 1e3
     return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+
+
+def work_dir(where: str | None, prefix: str) -> tuple[Path, Path]:
+    """The base folder (``--dir``, else default_base) and a new run folder in it."""
+    base = Path(where).expanduser().absolute() if where else default_base()
+    base.mkdir(parents=True, exist_ok=True)
+    return base, Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+
+
+def machine() -> str:
+    """The header line naming Python, the platform and the CPUs."""
+    import platform
+
+    return f"  python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs"
+
+
+def run_in(work: Path, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``main`` to its end, remove ``work`` whatever happens, and print the time
+    it took with the load after it."""
+    import asyncio
+    import shutil
+    import time
+
+    started = time.perf_counter()
+    try:
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"\n{time.perf_counter() - started:.0f}s in all; load average now "
+        f"{load_average()}{io_pressure()}"
+    )

@@ -49,23 +49,22 @@ import asyncio
 import gc
 import json
 import os
-import platform
 import random
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench_capture_p9 import generate, rel
 from bench_common import (
-    default_base,
     filesystem_of,
     fmt_ms,
     git_state,
     io_pressure,
     load_average,
+    machine,
     quantile,
+    run_in,
+    work_dir,
 )
 
 WARMUP = 2
@@ -305,11 +304,9 @@ def main() -> None:
     args.rounds = args.rounds or (7 if args.quick else 15)
     if args.files[0] < 10 or args.rounds < 1:
         parser.error("files >= 10 and --rounds >= 1")
-    base = Path(args.dir).expanduser().absolute() if args.dir else default_base()
-    base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="p9-turn-", dir=base))
+    base, work = work_dir(args.dir, "p9-turn-")
     print(f"P9  a whole scripted turn, one command changing 10 files: {args.files[0]} files")
-    print(f"  python {platform.python_version()} on {platform.platform()}, {os.cpu_count()} CPUs")
+    print(machine())
     print(f"  files under {work} ({filesystem_of(base)}); OS page cache warm")
     print(f"  agent_host at {git_state()}; sandbox {', '.join(args.sandbox)}")
     print(f"  load average {load_average()}{io_pressure()}")
@@ -317,15 +314,7 @@ def main() -> None:
         f"  {args.rounds} rounds after {WARMUP} warm-up, one turn of each host a round, "
         f"rotated; {args.gap:g} s between rounds"
     )
-    started = time.perf_counter()
-    try:
-        asyncio.run(run(args, work))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"\n{time.perf_counter() - started:.0f}s in all; load average now "
-        f"{load_average()}{io_pressure()}"
-    )
+    run_in(work, lambda: run(args, work))
 
 
 if __name__ == "__main__":
