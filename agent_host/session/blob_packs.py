@@ -1,20 +1,21 @@
-"""The file store's packs: many blobs' stored bytes in one file, written by gc.
+"""The file store's packs: many blobs' stored bytes in one file.
 
-A blob made a delta (see blob_delta) is a hundred bytes or so; as a file of its own
-in ``<root>/<2 hex>/`` it would cost a folder entry, an inode and, on most
-filesystems, a whole block -- more than the delta saves. gc therefore moves the
-versions it packs (each delta, and the whole version a chain starts from) into a
-pack ``<root>/packs/<random>.pack``, and removes their loose files once no put may
-still be relying on them (untouched for gc's grace period). Loose files are always
-whole, so the loose layout and its scan stay as they were.
+Two kinds, in two folders, of one format. A **batch** (``<root>/batches``) holds the
+new blobs of one ``put_many`` -- one capture's, one restore's -- whole, so that the
+batch costs one fsync of the pack and one of its folder, not a pair per blob. A
+**pack** (``<root>/packs``) is written by gc: the versions it packs as deltas (see
+blob_delta) -- a hundred bytes or so each, which as files of their own would cost a
+folder entry, an inode and a whole block each -- with the whole version a chain
+starts from, and what it keeps of batches once they are older than its grace
+period. Loose files (``<root>/<2 hex>/``) are always whole.
 
 A pack is written once (temp file, fsync, rename, fsync of the folder) and never
 changed: gc drops entries by writing a new pack with those it keeps and only then
-unlinking the old one, and merges packs when there are more than
-:data:`MERGE_AT`. At every instant each kept blob is in a whole pack or a loose
-file, so a reader never misses one: it looks for the loose file first, then in the
-packs it knows, and when a blob is in neither (or a pack it knew is gone) it lists
-the folder again and looks once more.
+unlinking the old one, and merges small packs as :data:`GROWTH` says. At every
+instant each kept blob is in a whole pack or a loose file, so a reader never misses
+one: it looks for the loose file first, then in the packs and batches it knows, and
+when a blob is in none (or a pack it knew is gone) it lists the folder again and
+looks once more.
 
 Layout: :data:`MAGIC`; the stored bytes of each entry, one after another; an index
 of 80 bytes an entry (id, base id or zeros, offset, length); and a trailer of
@@ -39,8 +40,12 @@ from .durable import fsync_dir
 log = logging.getLogger(__name__)
 
 MAGIC = b"AHPACK1\n"
-MERGE_AT = 16
-"""More packs than this are merged into one by the next gc."""
+GROWTH = 2
+"""Packs are kept in a geometric progression of sizes: each at least this many times
+all the smaller ones together; the next gc merges the small ones that break it
+(as git's ``repack --geometric``). So a gc adds a pack, yet there are at most about
+log2(bytes) of them, and a byte is rewritten about that many times in its life, not
+once per gc."""
 DEAD_SHARE = 0.25
 """A pack is written anew without its dead entries once they are this share of its
 bytes: the space they hold is bounded so, and the work of dropping them is paid
@@ -56,12 +61,18 @@ Entry = tuple[str, int, int, str | None]
 
 class Packs:
     """The packs in ``folder``, with an index of them kept in memory and read again
-    when a lookup misses."""
+    when a lookup misses.
+
+    A blob may be in several packs (a crash between gc's steps, a content put
+    again, a whole version gc later stored as a delta): it is read from its delta
+    entry if it has one (gc chose it, and a delta's base is kept with it), else
+    from any. The others are dead weight their pack is rewritten without."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._mutex = threading.Lock()
         self._known: frozenset[str] = frozenset()
+        self._by_pack: dict[str, dict[str, Entry]] = {}
         self._entries: dict[str, Entry] = {}
 
     def refresh(self) -> None:
@@ -77,14 +88,26 @@ class Packs:
         with self._mutex:
             if names == self._known:
                 return
-            # A pack gone (merged, rewritten): read them all again, as a blob it held
-            # may also be in an older pack a crash left behind.
-            gone = bool(self._known - names)
-            entries = {} if gone else dict(self._entries)
-            for name in sorted(names if gone else names - self._known):
-                for blob, entry in _read_index(self.folder / name).items():
-                    entries.setdefault(blob, entry)
-            self._entries, self._known = entries, names
+            added = {n: _read_index(self.folder / n) for n in sorted(names - self._known)}
+            self._update(names, added)
+
+    def _update(self, names: frozenset[str], added: Mapping[str, dict[str, Entry]]) -> None:
+        """Know the packs ``names``, those in ``added`` with their entries (under
+        the mutex)."""
+        by_pack = {n: e for n, e in self._by_pack.items() if n in names}
+        by_pack.update(added)
+        gone = self._known - names
+        if gone:
+            # The blobs of a pack gone (merged, rewritten, retired) are read from
+            # another pack that holds them, if any.
+            entries: dict[str, Entry] = {}
+            for held in by_pack.values():
+                _resolve(entries, held)
+        else:
+            entries = dict(self._entries)
+            for held in added.values():
+                _resolve(entries, held)
+        self._by_pack, self._entries, self._known = by_pack, entries, names
 
     def stored(self, blob: str) -> bytes | None:
         """The stored bytes of ``blob`` from a pack; None if no pack holds it."""
@@ -103,7 +126,7 @@ class Packs:
                     f.seek(offset)
                     data = f.read(length)
                 return data if len(data) == length else None
-            except FileNotFoundError:  # merged or rewritten meanwhile
+            except FileNotFoundError:  # merged, rewritten or retired meanwhile
                 self.refresh()
                 refreshed = True
         return None
@@ -117,6 +140,32 @@ class Packs:
 
     def ids(self) -> set[str]:
         return set(self._entries)
+
+    def entries(self) -> dict[str, Entry]:
+        """blob -> the entry it is read from (one, when several packs hold it)."""
+        return dict(self._entries)
+
+    def contents(self, name: str) -> dict[str, tuple[int, int]]:
+        """Every entry of the pack ``name``: blob -> (offset, length)."""
+        return {b: (e[1], e[2]) for b, e in _read_index(self.folder / name).items()}
+
+    def read_at(self, name: str, offset: int, length: int) -> bytes | None:
+        """``length`` bytes at ``offset`` of the pack ``name``; None if it is gone."""
+        try:
+            with open(self.folder / name, "rb") as f:
+                f.seek(offset)
+                data = f.read(length)
+        except FileNotFoundError:
+            return None
+        return data if len(data) == length else None
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Unlink the packs ``names`` (what they hold is elsewhere by now), durably."""
+        for name in names:
+            with suppress(FileNotFoundError):
+                os.unlink(self.folder / name)
+        fsync_dir(self.folder)
+        self.refresh()
 
     def bases(self) -> dict[str, str]:
         """blob -> base, for the packed blobs stored as deltas."""
@@ -154,25 +203,36 @@ class Packs:
                 os.unlink(tmp)
             raise
         fsync_dir(self.folder)
-        self.refresh()
+        self._add(name)
         return name
+
+    def _add(self, name: str) -> None:
+        """Know the pack ``name`` just written, without listing the folder: a process
+        writing a batch a command keeps no more than a glance at what it wrote."""
+        written = _read_index(self.folder / name)
+        with self._mutex:
+            if name not in self._known:
+                self._update(self._known | {name}, {name: written})
 
     def stale(self, keep: set[str]) -> set[str]:
         """The packs worth writing anew: those whose entries not in ``keep`` are
-        :data:`DEAD_SHARE` of their bytes or more, every pack when there are more
-        than :data:`MERGE_AT`. The others keep their dead entries for now (so a
-        large pack is not rewritten whole for a few), and gc keeps what those
-        need."""
+        :data:`DEAD_SHARE` of their bytes or more, and the small ones to merge (see
+        :func:`to_merge`). The others keep their dead entries for now (so a large
+        pack is not rewritten whole for a few), and gc keeps what those need."""
         self.refresh()
         size: dict[str, int] = {}
         dead: dict[str, int] = {}
-        for blob, (name, _, length, _) in self._entries.items():
-            size[name] = size.get(name, 0) + length
-            if blob not in keep:
-                dead[name] = dead.get(name, 0) + length
-        if len(size) > MERGE_AT:
-            return set(size)
-        return {n for n, d in dead.items() if d >= DEAD_SHARE * size[n]}
+        for name, held in self._by_pack.items():
+            size[name] = dead[name] = 0
+            for blob, entry in held.items():
+                length = entry[2]
+                size[name] += length
+                if blob not in keep or self._entries.get(blob) is not entry:
+                    dead[name] += length  # not kept, or read from another pack
+        # A pack whose index cannot be read holds nothing here, and is left alone
+        # (see the module).
+        rewrite = {n for n, d in dead.items() if size[n] and d >= DEAD_SHARE * size[n]}
+        return rewrite | to_merge({n: s for n, s in size.items() if s})
 
     def ids_outside(self, names: set[str]) -> set[str]:
         """The blobs held by packs other than ``names``."""
@@ -202,11 +262,7 @@ class Packs:
                     raise FileNotFoundError(f"pack {name} went away during gc")
                 kept[blob] = (stored, base)
         self.write(kept)
-        for name in stale:
-            with suppress(FileNotFoundError):
-                os.unlink(self.folder / name)
-        fsync_dir(self.folder)
-        self.refresh()
+        self.remove(stale)
         return dropped, freed
 
     def sweep_temps(self, cutoff: float) -> int:
@@ -248,6 +304,28 @@ def _read_index(path: Path) -> dict[str, Entry]:
             return {}
         entries[blob.hex()] = (path.name, offset, length, None if base == _NO_BASE else base.hex())
     return entries
+
+
+def _resolve(entries: dict[str, Entry], held: Mapping[str, Entry]) -> None:
+    """Add the entries of one pack, ``held``, to the blobs' ``entries``: a delta entry
+    wins over a whole one."""
+    for blob, entry in held.items():
+        current = entries.get(blob)
+        if current is None or (current[3] is None and entry[3] is not None):
+            entries[blob] = entry
+
+
+def to_merge(size: Mapping[str, int]) -> set[str]:
+    """Of packs of ``size`` (name -> bytes), the smallest ones to merge into one so
+    that, with it, each pack is at least :data:`GROWTH` times all smaller ones."""
+    ordered = sorted(size.items(), key=lambda item: (item[1], item[0]))
+    below = 0
+    cut = 0
+    for i, (_, bytes_) in enumerate(ordered):
+        if i and bytes_ < GROWTH * below:
+            cut = i + 1
+        below += bytes_
+    return {name for name, _ in ordered[:cut]} if cut >= 2 else set()
 
 
 def loose_paths(root: Path, blobs: Iterable[str]) -> list[Path]:

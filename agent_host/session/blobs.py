@@ -11,12 +11,9 @@ pinned (the workspace index's, see :mod:`.blob_pins`).
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import os
 import re
-import secrets
-import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence, Set
 from contextlib import suppress
@@ -148,10 +145,13 @@ class PackingBlobStore(BlobStore, Protocol):
 
 class FileBlobStore:
     """Blobs as files ``<root>/<first 2 hex>/<rest>`` (compressed, see blob_codec),
-    written by temp file + rename; pins (see blob_pins) in ``pins``, by default
-    ``<root>.pins`` beside it. gc packs versions as deltas into ``<root>/packs``
-    (see blob_packs), holding ``<root>.gc.lock`` so that two collections, in any
-    processes, never pack or drop at once."""
+    written by temp file + rename; a batch of them (one capture's, one restore's) as
+    one pack in ``<root>/batches`` (see blob_packs), made durable by one fsync of the
+    pack and one of its folder however many blobs it holds. Pins (see blob_pins) in
+    ``pins``, by default ``<root>.pins`` beside it. gc moves what it keeps of old
+    batches, and packs versions as deltas, into ``<root>/packs``, holding
+    ``<root>.gc.lock`` so that two collections, in any processes, never pack or
+    drop at once (see file_blob_gc)."""
 
     writes_deltas = True
 
@@ -161,6 +161,7 @@ class FileBlobStore:
         self.root = Path(root)
         self._pins = FilePins(Path(pins) if pins else self.root.with_name(f"{self.root.name}.pins"))
         self._packs = Packs(self.root / "packs")
+        self._batches = Packs(self.root / "batches")
 
     def _path(self, blob: str) -> Path:
         check_blob_id(blob)
@@ -193,12 +194,14 @@ class FileBlobStore:
             raise store_unavailable(exc.filename or self.root, "read snapshots in", exc) from exc
 
     def _stored(self, blob: str) -> bytes | None:
-        """The stored bytes of ``blob``: its loose file, else its entry in a pack
-        (gc writes the pack before it removes the file)."""
+        """The stored bytes of ``blob``: its loose file, else its entry in a pack or
+        a batch (gc writes its pack before it removes a loose file or a batch)."""
         try:
             return self._path(blob).read_bytes()
         except FileNotFoundError:
-            return self._packs.stored(blob)
+            pass
+        found = self._packs.stored(blob)
+        return found if found is not None else self._batches.stored(blob)
 
     def _put(self, data: bytes) -> str:
         blob = blob_id(data)
@@ -230,46 +233,14 @@ class FileBlobStore:
         for blob, data in zip(blobs, datas, strict=True):
             if blob not in new and not self._known(self._path(blob)):
                 new[blob] = data
-        syncfs = _syncfs()
-        if syncfs is None or len(new) <= _SYNC_EACH_MAX:
+        if len(new) <= _SYNC_EACH_MAX:
             for data in new.values():
                 self._put(data)
         else:
-            self._write_synced_together(new, syncfs)
+            # Known content only packed (in a batch, or by gc) is written again: its
+            # pack's time cannot be refreshed for one entry, and a copy is whole.
+            self._batches.write({b: (blob_codec.encode(d), None) for b, d in new.items()})
         return blobs
-
-    def _write_synced_together(self, new: dict[str, bytes], syncfs: Callable[[int], int]) -> None:
-        """Write ``new`` as temp files, make their bytes durable with one syncfs, rename
-        them into place, and make the renames durable with another: two syncs however
-        many blobs, where an fsync of each file and folder costs two per blob."""
-        moves: list[tuple[Path, Path]] = []
-        try:
-            for blob, data in new.items():
-                path = self._path(blob)
-                tmp = path.with_name(f"{_TEMP_PREFIX}{secrets.token_hex(6)}.tmp")
-                for attempt in _FOLDER_ATTEMPTS:
-                    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                    try:
-                        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-                        fd = os.open(tmp, flags, 0o600)
-                        break
-                    except FileNotFoundError:  # gc removed the folder as it emptied it
-                        if attempt == _FOLDER_ATTEMPTS[-1]:
-                            raise
-                moves.append((tmp, path))
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob_codec.encode(data))
-            # Bytes before names: a crash must not leave a blob's name on a torn file.
-            _sync_filesystem(self.root, syncfs)
-            while moves:
-                tmp, path = moves[-1]
-                os.replace(tmp, path)
-                moves.pop()
-            _sync_filesystem(self.root, syncfs)
-        finally:
-            for tmp, _ in moves:  # written but not renamed: strays gc would sweep later
-                with suppress(FileNotFoundError):
-                    os.unlink(tmp)
 
     async def get(self, blob: str) -> bytes:
         path = self._path(blob)
@@ -279,7 +250,7 @@ class FileBlobStore:
             raise store_unavailable(exc.filename or path, "read the snapshot", exc) from exc
 
     def _has(self, blob: str) -> bool:
-        return self._path(blob).exists() or self._packs.has(blob)
+        return self._path(blob).exists() or self._packs.has(blob) or self._batches.has(blob)
 
     async def exists(self, blob: str) -> bool:
         return await asyncio.to_thread(self._has, blob)
@@ -288,11 +259,16 @@ class FileBlobStore:
         def missing() -> set[str]:
             # The packs listed again once after the loose files were looked for,
             # not once for each blob not found: gc writes a pack before it
-            # removes the loose files packed.
+            # removes the loose files and batches it packed.
             gone = {b for b in blobs if not self._path(b).exists()}
             if gone:
                 self._packs.refresh()
-            return {b for b in gone if not self._packs.has(b, refresh=False)}
+                self._batches.refresh()
+            return {
+                b
+                for b in gone
+                if not self._packs.has(b, refresh=False) and not self._batches.has(b, refresh=False)
+            }
 
         return await asyncio.to_thread(missing)
 
@@ -322,12 +298,23 @@ class FileBlobStore:
 
         try:
             return await asyncio.to_thread(
-                collect_and_pack, self, self._packs, referenced, grace_seconds, list(pairs)
+                collect_and_pack,
+                self,
+                self._packs,
+                self._batches,
+                referenced,
+                grace_seconds,
+                list(pairs),
             )
         except OSError as exc:
             raise store_unavailable(exc.filename or self.root, "collect blobs in", exc) from exc
 
-    def _gc(self, referenced: Set[str], grace_seconds: float) -> GcResult:
+    def _gc(
+        self, referenced: Set[str], grace_seconds: float, loose: set[str] | None = None
+    ) -> GcResult:
+        """Remove the loose files not in ``referenced`` nor pinned, untouched for
+        ``grace_seconds``, and old temp files; ``loose``: filled with the blobs
+        whose loose files stay."""
         removed = kept = freed = 0
         cutoff = time.time() - grace_seconds
         if not self.root.is_dir():
@@ -342,6 +329,8 @@ class FileBlobStore:
                 blob = prefix.name + entry.name
                 if blob in referenced:
                     kept += 1  # no stat: only a blob that may go needs its time
+                    if loose is not None:
+                        loose.add(blob)
                     continue
                 stat = entry.stat()
                 stale_tmp = entry.name.startswith(_TEMP_PREFIX) and stat.st_mtime < cutoff
@@ -354,6 +343,8 @@ class FileBlobStore:
                         freed += stat.st_size
                 else:
                     kept += 1
+                    if loose is not None and is_blob_id(blob):
+                        loose.add(blob)
         return GcResult(removed, kept, freed)
 
 
@@ -363,38 +354,11 @@ emptied (see file_blob_gc), and may do so between the two."""
 
 _SYNC_EACH_MAX = 1
 """Up to this many new blobs in a put_many are each written as put writes them (an
-fsync of the file and of its folder each); more are synced together by syncfs(2),
-two syncs for the batch (the blobs of one capture or one restore). A syncfs also
-waits for whatever else is unwritten on that filesystem, yet 10 blobs of 4 KB took
-11.6-12.5 ms so against 62-78 ms by an fsync pair each, measured side by side on
-this machine under load (bench/bench_store_p12.py prints both)."""
-
-
-@functools.cache
-def _syncfs() -> Callable[[int], int] | None:
-    """libc's syncfs(fd) on Linux; None elsewhere (macOS has none, and its sync(2) does
-    not wait for the disk), where blobs are synced one by one."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return None
-
-
-def _sync_filesystem(folder: Path, syncfs: Callable[[int], int]) -> None:
-    """Make every write to the filesystem holding ``folder`` durable."""
-    import ctypes
-
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        if syncfs(fd) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code), str(folder))
-    finally:
-        os.close(fd)
+fsync of the file and of its folder each); more go into one batch pack: one fsync of
+the pack and one of its folder for the batch (the blobs of one capture or one
+restore). 10 blobs of 4 KB: ~1 ms here, against ~3-7 ms by two syncfs(2) (which
+also wait for whatever else is unwritten on the filesystem) and 12-78 ms by an fsync
+pair each, measured side by side (bench/bench_store_p12.py prints them)."""
 
 
 # The in-memory store lives in its own module; it is named here too, where every

@@ -5,7 +5,6 @@ Run as a process (``python -m tests.session.crash_points``) that reads one JSON
 job per line on stdin and answers one JSON line per job on stdout. Each job is
 run in a child forked from this process, so the imports are paid once. The child
 counts its durable steps -- every fsync, fdatasync, rename, replace and unlink,
-every syncfs of a batch of blobs,
 every pwrite (how the file store writes its log: a killed process loses nothing
 it wrote, only a power cut loses what was not synced, so without the write a kill
 could never land before an append), every SQLite commit and every PostgreSQL
@@ -55,9 +54,7 @@ class _Counter:
 
 
 def _install(counter: _Counter) -> None:
-    from agent_host.session import blobs
-
-    for module, name in [(os, n) for n in STEPS] + [(blobs, "_sync_filesystem")]:
+    for module, name in [(os, n) for n in STEPS]:
         real = getattr(module, name)
 
         def counted(*args, _real=real, **kwargs):

@@ -1,7 +1,8 @@
-"""A batch of blobs (one capture's, one restore's) is written with one pair of syncs
-(bytes, then names). Killed before each of its durable steps, it leaves every blob
-whole or absent -- never a name on a torn or empty file -- and the batch written
-again completes, with the strays gc removes."""
+"""A batch of blobs (one capture's, one restore's) is written as one pack: its bytes
+synced, renamed into place, its folder synced. Killed before each of those durable
+steps, it leaves every blob whole or absent -- never a pack that reads as holding a
+blob it does not hold whole -- and the batch written again completes, with the
+strays gc removes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import signal
 from agent_host.session import blob_codec
 from agent_host.session.blobs import FileBlobStore, blob_id
 
+from . import file_blob_tamper
 from .crash_points import _Counter, _install
 
 DATAS = [b"".join(b"file %d line %d\n" % (f, n) for n in range(300)) for f in range(10)]
@@ -48,9 +50,11 @@ def test_a_batch_of_blobs_killed_at_every_durable_step_leaves_each_whole_or_abse
         killed, steps = _killed_at(root, k)
         store = FileBlobStore(root)
         for blob, data in zip(ids, DATAS, strict=True):
-            path = store._path(blob)
-            if path.exists():  # a name is only ever on whole content
-                assert blob_codec.decode(blob, path.read_bytes()) == data, (k, blob)
+            stored = store._stored(blob)
+            if stored is not None:  # a blob is only ever found whole
+                assert blob_codec.decode(blob, stored) == data, (k, blob)
+        # Found all or none: one pack holds the batch.
+        assert len(asyncio.run(store.missing(ids))) in (0, len(ids)), k
         # The batch again (a retry after the crash) stores them all.
         assert store._put_many(list(DATAS)) == ids
         assert asyncio.run(store.missing(ids)) == set()
@@ -62,5 +66,8 @@ def test_a_batch_of_blobs_killed_at_every_durable_step_leaves_each_whole_or_abse
         if not killed:
             break
         k += 1
-    # Ten blob files and renames, two syncs (bytes, then names): not two per blob.
-    assert steps == k - 1 and steps == len(DATAS) + 2, steps
+    # One pack: its fsync, its rename, its folder's fsync -- not two syncs a blob.
+    assert steps == k - 1 and steps == 3, steps
+    # The pack, not a file a blob.
+    assert not [p for p in root.iterdir() if len(p.name) == 2]
+    assert file_blob_tamper.stored_bytes(store, ids[0]) == blob_codec.encode(DATAS[0])

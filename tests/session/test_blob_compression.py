@@ -12,13 +12,15 @@ import zstandard
 from agent_host.session import blob_codec
 from agent_host.session.errors import BlobCorrupt
 
+from . import file_blob_tamper
+
 TEXT = b"".join(b"line %d of a source file that an agent edits\n" % i for i in range(100))
 
 
 def stored(store, backend, blob: str) -> bytes:
     """The bytes the backend holds for ``blob``, behind the store's back."""
     if backend.name == "file":
-        return store.blobs._path(blob).read_bytes()
+        return file_blob_tamper.stored_bytes(store.blobs, blob)
     if backend.name == "sqlite":
         ((data,),) = store._conn.execute("SELECT data FROM blobs WHERE id = ?", (blob,)).fetchall()
         return bytes(data)
@@ -109,7 +111,7 @@ async def test_a_damaged_compressed_blob_is_corrupt(store, backend):
     other = blob_codec.encode(TEXT.replace(b"line 7 ", b"line 8 "))
     assert other[:4] == on_disk[:4]
     if backend.name == "file":
-        store.blobs._path(blob).write_bytes(other)
+        file_blob_tamper.overwrite(store.blobs, blob, other)
     elif backend.name == "sqlite":
         store._conn.execute("UPDATE blobs SET data = ? WHERE id = ?", (other, blob))
     else:

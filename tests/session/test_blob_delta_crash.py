@@ -27,13 +27,20 @@ def _url(root, kind: str) -> str:
 
 async def _build(url: str) -> dict[str, list[str]]:
     """A store where a gc has work of every kind: a packed session to drop (its
-    pack entries and loose files), versions to pack, loose copies to remove."""
+    pack entries), versions to pack from loose files and from batches, loose copies
+    and batches to remove."""
     store = open_store(url)
-    await store_versions(store, "gone", "g.py", GONE)
+    await store_versions(store, "gone", "g.py", GONE)  # one batch
     ids = {"f0.py": await store_versions(store, "kept", "f0.py", KEPT["f0.py"])}
     await collect_garbage(store, grace_seconds=0)  # packs "gone" and f0.py
     await store.delete("gone")
+    loose = KEPT["f1.py"][:4]  # put one by one: loose files
+    for data in loose:
+        await store.blobs.put(data)
     ids["f1.py"] = await store_versions(store, "kept", "f1.py", KEPT["f1.py"])
+    for n in range(3):  # loose files no event names: dropped
+        await store.blobs.put(b"never referenced %d" % n)
+    await store.blobs.put_many([b"nor these %d" % n for n in range(3)])  # a batch
     await store.close()
     return ids
 
@@ -109,8 +116,9 @@ def test_a_packing_gc_killed_at_every_durable_step_loses_nothing(tmp_path, kind)
         if not killed:
             break
         k += 1
-    # file: loose files and pack entries dropped, a pack written, loose copies
-    # removed; sqlite: the collection, three batches of deltas, the gc cache.
+    # file: loose files and pack entries dropped, packs written, batches retired,
+    # loose copies removed; sqlite: the collection, three batches of deltas, the
+    # gc cache.
     assert steps == k - 1 and steps >= (20 if kind == "file" else 5), steps
 
 

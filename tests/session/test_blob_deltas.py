@@ -18,6 +18,7 @@ from agent_host.session.errors import BlobCorrupt
 from agent_host.session.host import AgentHost
 from agent_host.session.store.conformance_deltas import file_versions, store_versions
 
+from . import file_blob_tamper
 from .test_host import call, script
 
 
@@ -48,10 +49,7 @@ def drop_stored(store, blob: str) -> None:
     if hasattr(store, "_conn"):
         store._conn.execute("DELETE FROM blobs WHERE id = ?", (blob,))
         return
-    store.blobs._path(blob).unlink(missing_ok=True)
-    packs = store.blobs._packs
-    packs.refresh()
-    packs.rewrite({packs._entries[blob][0]}, packs.ids() - {blob})
+    file_blob_tamper.remove(store.blobs, blob)
 
 
 async def test_a_damaged_delta_or_a_missing_base_is_a_typed_error_naming_them(url):

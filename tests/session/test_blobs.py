@@ -11,6 +11,8 @@ from agent_host.session import BlobNotFound, collect_garbage
 from agent_host.session.errors import BlobCorrupt
 from agent_host.session.events import FileSnapshot, UnknownEvent, UserPrompt
 
+from . import file_blob_tamper
+
 
 async def test_put_get_round_trips_and_ids_are_sha256(store):
     for data in (b"", b"print('hi')\n", bytes(range(256)) * 100):
@@ -68,8 +70,7 @@ async def test_put_many_and_read_checked_report_each_blob(store, backend):
     # Damage one behind the store's back, as a disk or a hand edit would.
     damaged = ids[1]
     if backend.name == "file":
-        path = store.blobs._path(damaged)
-        path.write_bytes(b"tw0")
+        file_blob_tamper.overwrite(store.blobs, damaged, b"tw0")
     elif backend.name == "sqlite":
         store._conn.execute("UPDATE blobs SET data = x'00' WHERE id = ?", (damaged,))
     elif backend.name == "postgres":

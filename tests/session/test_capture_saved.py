@@ -14,6 +14,7 @@ from agent_host.session.capture_saved import SavedDelta, SavedIndex, decode
 from agent_host.session.host import AgentHost
 
 from ..conftest import make_backend
+from . import file_blob_tamper
 from .test_capture import sh, tree
 
 
@@ -162,7 +163,7 @@ async def test_a_delta_whose_whole_copy_is_gone_is_logged_as_not_captured(tmp_pa
     delta = await copy_of(store.blobs, saved)
     assert isinstance(delta, SavedDelta)
     await index.close()
-    store.blobs._path(delta.base).unlink()  # damage: the whole copy is lost
+    file_blob_tamper.remove(store.blobs, delta.base)  # damage: the whole copy is lost
     opening = [
         ev.SessionStarted(workspace=str(ws)),
         ev.UserPrompt(text="run it"),

@@ -23,6 +23,7 @@ from agent_host.session.host import AgentHost
 from agent_host.session.workspace import DiskWorkspace
 
 from ..conftest import make_backend
+from . import file_blob_tamper
 from .test_host import THREE_TURNS, files, run_three_turns, script
 from .test_workspace_race import _FLIPPER, _contents, _exchange_supported
 
@@ -55,10 +56,9 @@ def damage_blob(host: AgentHost, blob: str, backend: str) -> None:
     """Change one byte of a stored blob behind the store's back."""
     store = host.store
     if backend == "file":
-        path = store.blobs._path(blob)
-        data = bytearray(path.read_bytes())
+        data = bytearray(file_blob_tamper.stored_bytes(store.blobs, blob))
         data[0] ^= 0x01
-        path.write_bytes(bytes(data))
+        file_blob_tamper.overwrite(store.blobs, blob, bytes(data))
     elif backend == "sqlite":
         store._conn.execute(
             "UPDATE blobs SET data = CAST(x'00' || data AS BLOB) WHERE id = ?", (blob,)
@@ -71,7 +71,7 @@ def damage_blob(host: AgentHost, blob: str, backend: str) -> None:
 def drop_blob(host: AgentHost, blob: str, backend: str) -> None:
     store = host.store
     if backend == "file":
-        store.blobs._path(blob).unlink()
+        file_blob_tamper.remove(store.blobs, blob)
     elif backend == "sqlite":
         store._conn.execute("DELETE FROM blobs WHERE id = ?", (blob,))
     else:
