@@ -28,6 +28,8 @@ class Counting:
         self.inner = MemoryBlobStore()
         self.puts: list[list[str]] = []
         self.fail: Exception | None = None
+        self.fail_first = False
+        """Fail before storing (else after)."""
         self.entered = asyncio.Event()
         self.go = asyncio.Event()
         self.go.set()
@@ -35,6 +37,8 @@ class Counting:
     async def put_many(self, datas, pin=None):
         self.entered.set()
         await self.go.wait()
+        if self.fail is not None and self.fail_first:
+            raise self.fail
         ids = await self.inner.put_many(datas, pin)
         if self.fail is not None:
             raise self.fail
@@ -189,7 +193,7 @@ async def test_with_many_batches_the_last_put_carries_the_copy(ws, monkeypatch):
         await index.close()
 
 
-@pytest.mark.parametrize("how", ["fails", "cancelled"])
+@pytest.mark.parametrize("how", ["fails", "fails after storing", "cancelled"])
 async def test_a_pass_whose_put_fails_or_is_cancelled_leaves_the_index_and_its_copy(ws, how):
     blobs = Counting()
     index = await watching_index(ws, blobs)
@@ -198,8 +202,9 @@ async def test_a_pass_whose_put_fails_or_is_cancelled_leaves_the_index_and_its_c
         files, racy = dict(index._files), set(index._racy)
         sh(ws, "echo a2 >> a.py && rm b.txt")
         puts = len(blobs.puts)
-        if how == "fails":
+        if how.startswith("fails"):
             blobs.fail = StoreUnavailable("the disk is full")
+            blobs.fail_first = how == "fails"
             with pytest.raises(StoreUnavailable):
                 await index.changes()
             blobs.fail = None
@@ -213,6 +218,7 @@ async def test_a_pass_whose_put_fails_or_is_cancelled_leaves_the_index_and_its_c
                 await pending
             blobs.go.set()
         assert index._files == files and index._racy == racy and len(blobs.puts) == puts
+        assert index._saved == saved and await blobs.exists(saved)
         assert await index.save() == saved  # still the index: nothing it names is unstored
         # The change is found by the next pass, whose copy is then the one saved.
         assert [c.path for c in (await index.changes()).changes] == ["a.py", "b.txt"]
@@ -252,3 +258,45 @@ def test_after_pass_lays_a_pass_over_the_index_without_copying_it():
     assert dict(after) == {"a": (sig, "A2"), "d": (sig, None)} and len(after) == 2
     assert after.get("b") is None and after.get("c") is None and "a" in after
     assert files == {"a": (sig, "A"), "b": (sig, "B"), "c": (sig, "C")}  # untouched
+
+
+async def test_a_capture_cut_off_at_a_carried_copy_is_finished_after_gc(tmp_path, ws):
+    """The copy a command's changes() stored, named by the next CaptureStarted, is
+    kept by gc with its whole copy while the capture is pending; the finisher logs
+    what the cut-off command changed, against the user's edit in between."""
+    from agent_host.session import events as ev
+    from agent_host.session.host import AgentHost
+    from agent_host.session.store import collect_garbage
+
+    from ..conftest import make_backend
+
+    store = make_backend("file", tmp_path).open()
+    index = await watching_index(ws, store.blobs)
+    await begin(index)
+    sh(ws, "echo a2 >> a.py")
+    await index.changes()
+    sh(ws, "echo users > b.txt")  # the user's, between commands
+    saved = await begin(index)
+    delta = decode(await store.blobs.get(saved))
+    assert isinstance(delta, SavedDelta)
+    await index.close()  # a crash: its pins go with it
+    opening = [
+        ev.SessionStarted(workspace=str(ws)),
+        ev.UserPrompt(text="run it"),
+        ev.CaptureStarted(index=saved),
+    ]
+    await store.append("cut-off", opening, expected_head=0)
+    sh(ws, "echo b2 >> b.txt && echo a3 >> a.py && rm src/m.py")  # before the crash
+    await collect_garbage(store, grace_seconds=-1)
+    host = AgentHost(store=store, workdir=ws, auto_compact=None)
+    try:
+        (checkpoint,) = await host.list_checkpoints("cut-off")
+        assert sorted(checkpoint.files) == ["a.py", "b.txt", "src/m.py"]
+        done = await host.restore("cut-off", checkpoint.seq)
+        assert done.not_captured == []
+        assert (ws / "a.py").read_text() == "a = 1\na2\n"
+        assert (ws / "b.txt").read_text() == "users\n"
+        assert (ws / "src/m.py").read_text() == "x = 1\n"
+    finally:
+        await host.close()
+        await store.close()
