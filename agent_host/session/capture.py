@@ -375,10 +375,14 @@ class WorkspaceIndex:
             found: list[Found] = []
             cut = list(batches(plan.reads))
             # The copy save() stores next, if a delta: stored with the last batch.
-            names = self._since.after(
-                [*plan.removals, *plan.updates, *(item.path for item in plan.reads)],
-                plan.folders_touched,
-                len(self._files) + len(plan.folders),
+            names = (
+                self._since.after(
+                    [*plan.removals, *plan.updates, *(item.path for item in plan.reads)],
+                    plan.folders_touched,
+                    len(self._files) + len(plan.folders),
+                )
+                if plan.reads
+                else None
             )
             copy_id: str | None = None
             for n, batch in enumerate(cut):
