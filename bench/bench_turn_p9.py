@@ -24,7 +24,9 @@ either, so the difference is capture's; ``--sandbox`` adds others, each a pair o
 hosts). A round is one turn of each host, ``await host.send(...)`` timed whole, in an
 order rotated each round; medians over the rounds after a warm-up. Before the
 capture-on turn an untimed ``refresh()`` of its index takes in what the other host's
-command changed (else it would be counted as the user's edits, read and stored).
+command changed (else it would be counted as the user's edits, read and stored),
+and an untimed ``save()`` stores the copy of it, so that the timed turn's begin pays
+what a session's does when nothing touched the workspace since its last command.
 The capture-on host's first index (every file read and stored) is built before the
 rounds and reported on its own line.
 
@@ -201,6 +203,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
                 index = host._resources.index()
                 if index is not None:
                     await index.refresh()  # untimed: the other hosts' commands
+                    await index.save()  # and their copy: not this session's to pay
                     if it >= WARMUP:
                         racy.append(len(index._racy))
                 gc.collect()

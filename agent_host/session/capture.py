@@ -21,11 +21,12 @@ here an unchanged file costs one lstat.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .blob_pins import new_holder
@@ -41,7 +42,15 @@ from .capture_diff import (
     under,
 )
 from .capture_read import batches, read_batch
-from .capture_saved import SavedDelta, SavedIndex, SinceWhole, decode, encode, read_saved
+from .capture_saved import (
+    SavedDelta,
+    SavedIndex,
+    SinceWhole,
+    after_pass,
+    decode,
+    encode,
+    read_saved,
+)
 from .capture_walk import (
     Sig,
     Walker,
@@ -103,6 +112,36 @@ the same timestamp tick and keep its stat (ext4's clock ticks every few ms; ext3
 HFS+ store whole seconds, FAT two). Such a file is read again at the next pass."""
 
 
+Found = tuple[Read, "Sig | None", "str | None"]
+"""A file a pass read: its stat now (None: gone, or no longer a file) and the blob of
+its content (None: it could not be read)."""
+
+
+def _found(
+    results: list[tuple[Read, Sig | None, bytes | None]], same: list[bool], ids: Iterator[str]
+) -> list[Found]:
+    """What a batch read, with the blobs ``ids`` of the contents stored (those not
+    ``same`` as the blob the index holds), in order."""
+    return [
+        (
+            item,
+            sig,
+            None if data is None else item.old[1] if kept and item.old is not None else next(ids),
+        )
+        for (item, sig, data), kept in zip(results, same, strict=True)
+    ]
+
+
+def _racy(plan: Plan, found: list[Found]) -> set[str]:
+    """The files read too close to the pass's start to trust their stat."""
+    racy_from = plan.started_ns - _RACY_NS
+    return {
+        item.path
+        for item, sig, blob in found
+        if sig is not None and blob is not None and sig[1] >= racy_from
+    }
+
+
 class WorkspaceIndex:
     """path -> (size, mtime_ns, inode, mode) -> blob, for the files under the roots.
 
@@ -142,7 +181,14 @@ class WorkspaceIndex:
         self._pinned = False
         self._lapsed = False
         self._saved: str | None = None
-        """The blob of :meth:`save`'s copy, while the index is as it was then."""
+        """The blob of :meth:`save`'s copy (or of the one the last pass stored with
+        its contents), while the index is as it was then."""
+        self._saved_racy: set[str] = set()
+        """The files that copy has read again: a pass that only drops some from the
+        racy set leaves the copy good (it reads more than it needs)."""
+        self._forgets = 0
+        """How many times :meth:`forget` was called: one during a pass makes the
+        copy that pass stored not the index."""
         self._since = SinceWhole()
         """The last whole copy :meth:`save` stored, and what changed since."""
         self._unlisted: set[str] = set()
@@ -190,7 +236,10 @@ class WorkspaceIndex:
     async def save(self) -> str:
         """Store the index as it is (call it after :meth:`refresh`): the blob a
         :class:`~.events.CaptureStarted` names, from which :meth:`load` rebuilds
-        it in any process. Stored again only when a pass changed the index."""
+        it in any process. Stored again only when a pass changed the index and did
+        not store the copy itself: a pass that stores contents stores, in the same
+        put, the delta it leaves (see capture_saved), so that a command's begin
+        after an untouched gap stores nothing."""
         async with self._lock:  # no pass changes the index meanwhile
             if self._saved is None:
                 since = self._since
@@ -206,6 +255,7 @@ class WorkspaceIndex:
                 # names this copy again while the index is unchanged, so gc must
                 # not take it in between. A delta's base was pinned when stored.
                 (self._saved,) = await self._blobs.put_many([data], self._holder)
+                self._saved_racy = self._racy | self._stale
                 self._pinned = True
                 if whole:
                     since.stored_whole(self._saved)
@@ -258,6 +308,7 @@ class WorkspaceIndex:
             return
         self._stale.add(shown)
         self._saved = None
+        self._forgets += 1
 
     def verify_next(self) -> None:
         """Have the next pass walk the whole workspace rather than trust the
@@ -308,6 +359,7 @@ class WorkspaceIndex:
     async def _pass(self, report: bool) -> CapturedChanges:
         async with self._lock:
             stale = frozenset(self._stale)
+            forgets = self._forgets
             # The pins are renewed while a watched pass drains its events here, on
             # the loop: a thread's hand-off costs more than a few lstats.
             renewing = asyncio.ensure_future(self._pin([]))
@@ -320,8 +372,20 @@ class WorkspaceIndex:
                 plan = None  # what it drained is pending still; the walk takes it
             if plan is None:
                 plan = await asyncio.to_thread(self._plan, stale, report)
-            found: list[tuple[Read, Sig | None, str | None]] = []
-            for batch in batches(plan.reads):
+            found: list[Found] = []
+            cut = list(batches(plan.reads))
+            # The copy save() stores next, if a delta: stored with the last batch.
+            names = (
+                self._since.after(
+                    [*plan.removals, *plan.updates, *(item.path for item in plan.reads)],
+                    plan.folders_touched,
+                    len(self._files) + len(plan.folders),
+                )
+                if plan.reads
+                else None
+            )
+            copy_id: str | None = None
+            for n, batch in enumerate(cut):
                 if (
                     len(batch) <= _INLINE_READS
                     and sum(item.sig[0] for item in batch) <= _INLINE_BYTES
@@ -340,25 +404,31 @@ class WorkspaceIndex:
                     for (_, _, data), kept in zip(results, same, strict=True)
                     if data is not None and not kept
                 ]
+                local: list[str] = []
+                if names is not None and n == len(cut) - 1 and datas:
+                    # put_many stores each data as its blob_id: what the pass leaves
+                    # is known before it stores, and its copy goes in the same put.
+                    local = [blob_id(data) for data in datas]
+                    done = [*found, *_found(results, same, iter(local))]
+                    racy = _racy(plan, done)
+                    if self._moves_copy(plan, done, racy, stale):
+                        datas.append(await self._next_copy(names, plan, done, racy))
                 # Pinned as they are stored: in PostgreSQL, in the same transaction.
-                ids = iter(await self._blobs.put_many(datas, self._holder) if datas else ())
+                ids = await self._blobs.put_many(datas, self._holder) if datas else []
                 self._pinned = True
-                found.extend(
-                    (
-                        item,
-                        sig,
-                        None
-                        if data is None
-                        else item.old[1]
-                        if kept and item.old is not None
-                        else next(ids),
-                    )
-                    for (item, sig, data), kept in zip(results, same, strict=True)
-                )
+                if len(ids) > len(local) > 0:
+                    copy_id, ids = ids[-1], ids[:-1]
+                    if ids != local:
+                        copy_id = None  # not the copy's contents: save() stores one
+                found.extend(_found(results, same, iter(ids)))
             # No await from here on: a pass cancelled before this left the index as
             # it was, so nothing it saw is lost; the next pass sees it again.
-            racy_from = plan.started_ns - _RACY_NS
-            racy: set[str] = set()
+            racy = _racy(plan, found)
+            if self._moves_copy(plan, found, racy, stale):
+                # What save() stored is no longer the index; this pass's copy is, unless
+                # the engine forgot a file meanwhile (which the copy does not name).
+                self._saved = copy_id if forgets == self._forgets else None
+                self._saved_racy = racy
             files = self._files
             for path in plan.removals:
                 files.pop(path, None)
@@ -373,19 +443,8 @@ class WorkspaceIndex:
                         plan.not_captured.append(item.path)
                     continue
                 files[item.path] = (sig, blob)
-                if blob is not None and sig[1] >= racy_from:
-                    racy.add(item.path)
                 if item.report:
                     report_read(item, sig, blob, plan)
-            if (
-                found
-                or plan.updates
-                or plan.removals
-                or stale
-                or racy != self._racy
-                or self._folders_changed(plan)
-            ):
-                self._saved = None  # what save() stored is no longer the index
             self._since.changed(
                 [*plan.removals, *plan.updates, *(item.path for item, _, _ in found)],
                 plan.folders_touched,
@@ -545,7 +604,36 @@ class WorkspaceIndex:
     def _diff(self, stale: frozenset[str], report: bool) -> IndexDiff:
         return IndexDiff(self._files, self._folders, self._racy, stale, report)
 
-    def _settle(self, plan: Plan, found: list[tuple[Read, Sig | None, str | None]]) -> None:
+    def _moves_copy(
+        self, plan: Plan, found: list[Found], racy: set[str], stale: frozenset[str]
+    ) -> bool:
+        """Whether the pass leaves the index other than the copy save() stored says:
+        not when it read racy files again unchanged, nor when the racy set shrank
+        (a copy naming more racy files has them read again: it misses nothing)."""
+        return bool(
+            plan.updates
+            or plan.removals
+            or stale
+            or not racy <= self._saved_racy
+            or any(item.old != (None if sig is None else (sig, blob)) for item, sig, blob in found)
+            or self._folders_changed(plan)
+        )
+
+    async def _next_copy(
+        self, names: tuple[set[str], set[str]], plan: Plan, found: list[Found], racy: set[str]
+    ) -> bytes:
+        """The delta save() would store after the pass, of the index as the pass will
+        leave it -- not changed yet: a pass that fails or is cancelled leaves it be."""
+        read = ((item.path, None if sig is None else (sig, blob)) for item, sig, blob in found)
+        files = after_pass(self._files, plan.removals, plan.updates, read)
+        encode_delta = functools.partial(
+            self._since.delta, self._roots, files, plan.folders, racy, names
+        )
+        if len(names[0]) + len(names[1]) > _INLINE_PATHS:
+            return await asyncio.to_thread(encode_delta)
+        return encode_delta()
+
+    def _settle(self, plan: Plan, found: list[Found]) -> None:
         """After a pass: what is pending, and which files' content is still unknown."""
         retry = self._retry
         if plan.looked is None:  # a walk: everything was looked at

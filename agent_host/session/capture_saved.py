@@ -5,13 +5,18 @@ A copy is whole (every file and folder the index holds), or a delta: what change
 since a whole copy, which it names. A whole copy of a 100,000-file index is ~10 MB
 and took ~270 ms to encode and store on every command; a delta costs what the
 commands since changed. See :meth:`~.capture.WorkspaceIndex.save` for when a whole
-copy is written again."""
+copy is written again.
+
+A pass that changes the index stores the delta it leaves with the contents it
+stores (:class:`Overlay` is the index as it will be, before it is changed), so that
+the next save() -- before a command, when nothing changed since the last one's
+changes() -- stores nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -194,19 +199,36 @@ class SinceWhole:
     def whole_due(self, entries: int) -> bool:
         return self.base is None or self.size > rebase_at(entries)
 
+    def after(
+        self, files: Iterable[str], folders: set[str] | None, entries: int
+    ) -> tuple[set[str], set[str]] | None:
+        """The files and folder keys the next delta names once a pass changed
+        ``files`` and ``folders`` (as :meth:`changed` takes them); None when the
+        copy after that pass is whole."""
+        if self.base is None or folders is None:
+            return None
+        names = self.files.union(files), self.folders | folders
+        if len(names[0]) + len(names[1]) > rebase_at(entries):
+            return None
+        return names
+
     def delta(
         self,
         roots: Sequence[Path],
         files: Mapping[str, Entry],
         folders: Mapping[str, str],
         racy: set[str],
+        names: tuple[set[str], set[str]] | None = None,
     ) -> bytes:
+        """The delta of the index ``files``, ``folders`` and ``racy`` on the last
+        whole copy: of the paths changed since (or ``names``, of :meth:`after`)."""
         assert self.base is not None
+        paths, keys = names or (self.files, self.folders)
         return encode_delta(
             self.base,
             roots,
-            {path: files.get(path) for path in self.files},
-            {key: folders.get(key) for key in self.folders},
+            {path: files.get(path) for path in paths},
+            {key: folders.get(key) for key in keys},
             racy,
         )
 
@@ -214,3 +236,42 @@ class SinceWhole:
         self.base = blob
         self.files.clear()
         self.folders.clear()
+
+
+class Overlay(Mapping[str, Entry]):
+    """``base`` with ``changes`` laid over it (None: the file is gone), not copied:
+    the files of an index as a pass will leave them, before the pass changes them."""
+
+    def __init__(self, base: Mapping[str, Entry], changes: Mapping[str, Entry | None]) -> None:
+        self._base = base
+        self._changes = changes
+
+    def __getitem__(self, path: str) -> Entry:
+        if path in self._changes:
+            entry = self._changes[path]
+            if entry is None:
+                raise KeyError(path)
+            return entry
+        return self._base[path]
+
+    def __iter__(self) -> Iterator[str]:
+        changes = self._changes
+        yield from (path for path in self._base if path not in changes)
+        yield from (path for path, entry in changes.items() if entry is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def after_pass(
+    files: Mapping[str, Entry],
+    removals: Iterable[str],
+    updates: Mapping[str, Entry],
+    read: Iterable[tuple[str, Entry | None]],
+) -> Overlay:
+    """``files`` as a pass leaves them that removes ``removals``, then sets
+    ``updates``, then what it ``read`` (None: the file is gone)."""
+    after: dict[str, Entry | None] = dict.fromkeys(removals)
+    after.update(updates)
+    after.update(read)
+    return Overlay(files, after)

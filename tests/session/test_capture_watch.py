@@ -106,10 +106,21 @@ def seed(ws: Path) -> None:
         (ws / rel).write_bytes(rel.encode())
 
 
-async def both(watched: WorkspaceIndex, walked: WorkspaceIndex, report: bool) -> None:
+async def both(
+    watched: WorkspaceIndex, walked: WorkspaceIndex, report: bool, saved: str | None = None
+) -> None:
     if report:
         got, want = await watched.changes(), await walked.changes()
         assert got == want
+        if saved is not None:
+            # The copy the watched index saved before the command (whole, a delta its
+            # last pass stored with its contents, or one save() stored), loaded as a
+            # crashed capture's finisher does, finds the same.
+            loaded = await WorkspaceIndex.load_saved(saved, watched._blobs)
+            try:
+                assert await loaded.changes() == got
+            finally:
+                await loaded.close()
     else:
         await watched.refresh()
         await walked.refresh()
@@ -152,6 +163,7 @@ async def _same_as_the_walk(steps) -> None:
             assert watched.watching and watched.walks == 1
             walk_causes = 0
             for ops, report in steps:
+                saved = await watched.save() if report else None
                 for op in ops:
                     # A rename or folder move carrying a file with other hard links
                     # shows that file at a name the index never knew as linked: to the
@@ -159,7 +171,7 @@ async def _same_as_the_walk(steps) -> None:
                     moves_link = op[0] in ("rename", "mvdir") and _holds_linked(ws / op[1])
                     apply(ws, op)
                     walk_causes += op[0] in ("gitignore", "hardlink") or moves_link
-                await both(watched, walked, report)
+                await both(watched, walked, report, saved)
             # Walks only where a .gitignore changed or a hard link appeared (whose
             # other names only a walk finds): otherwise every pass drained events.
             assert watched.walks <= 1 + walk_causes
