@@ -138,6 +138,11 @@ class Packs:
             self.refresh()
         return blob in self._entries
 
+    def pack_of(self, blob: str) -> str | None:
+        """The pack ``blob`` is read from, as last known (no listing)."""
+        entry = self._entries.get(blob)
+        return None if entry is None else entry[0]
+
     def ids(self) -> set[str]:
         return set(self._entries)
 

@@ -227,18 +227,27 @@ class FileBlobStore:
         except FileNotFoundError:
             return False
 
+    def _in_batch(self, blob: str) -> bool:
+        """Whether a batch this process knows holds ``blob``; if so its time is
+        refreshed, as a loose file's is, so gc retires it no sooner than its grace
+        period from now (see file_blob_gc)."""
+        name = self._batches.pack_of(blob)
+        return name is not None and self._known(self._batches.folder / name)
+
     def _put_many(self, datas: list[bytes]) -> list[str]:
         blobs = [blob_id(d) for d in datas]
         new: dict[str, bytes] = {}
         for blob, data in zip(blobs, datas, strict=True):
             if blob not in new and not self._known(self._path(blob)):
                 new[blob] = data
+        for blob in [b for b in new if self._in_batch(b)]:
+            del new[blob]
         if len(new) <= _SYNC_EACH_MAX:
             for data in new.values():
                 self._put(data)
         else:
-            # Known content only packed (in a batch, or by gc) is written again: its
-            # pack's time cannot be refreshed for one entry, and a copy is whole.
+            # Known content only gc packed is written again: a pack's time is not
+            # what gc spares its entries by, and a copy is whole.
             self._batches.write({b: (blob_codec.encode(d), None) for b, d in new.items()})
         return blobs
 

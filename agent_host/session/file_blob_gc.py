@@ -75,7 +75,7 @@ def collect_and_pack(
         _pack(store, packs, keep, pairs)
         in_young = {b for b, e in batches.entries().items() if e[0] in young}
         batch_dropped, batch_freed = _retire_batches(
-            store, packs, batches, old, keep, seen_loose, in_young
+            store, packs, batches, old, keep, seen_loose, in_young, cutoff
         )
         copies = _remove_loose_copies(store, packs, cutoff, seen_loose)
         return GcResult(
@@ -109,33 +109,43 @@ def _retire_batches(
     keep: set[str],
     loose: set[str],
     young: set[str],
+    cutoff: float,
 ) -> tuple[int, int]:
     """Move what the ``old`` batches hold that is kept, and in no pack or loose file,
-    to one new pack; then unlink them. How many blobs went (not kept, and in no
-    ``young`` batch, loose file or pack) and the bytes they held."""
+    to one new pack; then unlink them, but for any a put touched meanwhile (it
+    relies on what that holds: it stays whole, as young). How many blobs went (not
+    kept, and in no ``young`` batch, loose file or pack) and the bytes they held."""
     if not old:
         return 0, 0
     items: dict[str, tuple[bytes, str | None]] = {}
-    dropped: set[str] = set()
-    freed = 0
-    elsewhere = young | loose
-    for name in old:
-        for blob, (offset, length) in batches.contents(name).items():
-            if blob not in keep:
-                if blob not in dropped and blob not in elsewhere:
-                    dropped.add(blob)
-                    freed += length
+    held = {name: batches.contents(name) for name in old}
+    for name, contents in held.items():
+        for blob, (offset, length) in contents.items():
+            if blob not in keep or blob in items or blob in loose:
                 continue
-            if blob in items or blob in loose or packs.has(blob, refresh=False):
+            if packs.has(blob, refresh=False):
                 continue
             stored = batches.read_at(name, offset, length)
             if stored is None:  # only another gc removes a batch, and we hold the lock
                 raise FileNotFoundError(f"batch {name} went away during gc")
             items[blob] = (stored, None)
     packs.write(items)
-    batches.remove(old)
-    gone = dropped - packs.ids()
-    return len(gone), freed
+    retired = [name for name in old if not _touched_since(batches, name, cutoff)]
+    batches.remove(retired)
+    elsewhere = young | loose | packs.ids() | {b for n in old if n not in retired for b in held[n]}
+    dropped: dict[str, int] = {}
+    for name in retired:
+        for blob, (_, length) in held[name].items():
+            if blob not in keep and blob not in elsewhere:
+                dropped.setdefault(blob, length)
+    return len(dropped), sum(dropped.values())
+
+
+def _touched_since(batches: Packs, name: str, cutoff: float) -> bool:
+    try:
+        return os.stat(batches.folder / name).st_mtime >= cutoff
+    except FileNotFoundError:
+        return False
 
 
 def _pack(store: FileBlobStore, packs: Packs, keep: set[str], pairs: list[tuple[str, str]]) -> None:
