@@ -32,8 +32,8 @@ untimed refresh takes in what the others' commands changed; for the watched
 contenders, when it leaves files racy (read within 3 s of their change: the next pass
 reads them again), 3.1 s are waited and refreshed again, untimed, as the seconds
 between a session's commands would (``--no-settle``: not). The file blob store's
-``put_many`` of ``changes()`` (its 10 blobs: two syncfs) is timed within the watched
-rounds.
+``put_many`` of ``changes()`` (its 10 blobs: one batch pack, an fsync of it and of
+its folder) is timed within the watched rounds.
 
 Storage (first size only): after the first index, 5 turns each change 10 files by
 commands (sed -i); each turn is captured by both. Reported: how many bytes the blob

@@ -156,7 +156,8 @@ def git_run(work: Path, turns: list[list[bytes]]) -> tuple[int, int]:
 
 async def batch_syncs(work: Path, turns: list[list[bytes]]) -> dict[str, float]:
     """Median time to store one turn's 10 new blobs on the file store: as one batch
-    (two syncfs) and, as before, each with an fsync pair; round robin."""
+    (one pack: an fsync of it and of its folder) and, as before, each with an fsync
+    pair; round robin."""
     from agent_host.session import blobs
 
     kept = blobs._SYNC_EACH_MAX
@@ -230,7 +231,7 @@ def main() -> None:
         print(f"  time to gc (reads the log, packs): {gc_ms}")
         syncs = asyncio.run(batch_syncs(work, versions(40, args.files, args.size)))
         print(
-            f"  one turn's {args.files} new blobs, file store: one batch (2 syncfs) "
+            f"  one turn's {args.files} new blobs, file store: one batch (one pack) "
             f"{syncs['batch'] * 1e3:.1f} ms, an fsync pair each {syncs['each'] * 1e3:.1f} ms "
             f"({syncs['batch'] / syncs['each']:.2f}x)"
         )
