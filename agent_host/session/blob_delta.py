@@ -91,8 +91,21 @@ def check_all(
     absent), for the stores that read on one thread."""
     kept: dict[str, bytes] = {}
     bad: dict[str, str] = {}
-    room = keep_bytes
-    for blob in dict.fromkeys(blobs):
+    check_into(stored_of, dict.fromkeys(blobs), keep_bytes, where, kept, bad)
+    return kept, bad
+
+
+def check_into(
+    stored_of: Callable[[str], bytes | None],
+    blobs: Iterable[str],
+    room: int,
+    where: object,
+    kept: dict[str, bytes],
+    bad: dict[str, str],
+) -> int:
+    """:func:`check_all`'s work for one run of ``blobs``, added to ``kept`` and
+    ``bad``; the room left (a store reading in chunks carries it to the next)."""
+    for blob in blobs:
         try:
             data = read_content(blob, stored_of, where)
         except BlobNotFound:
@@ -104,7 +117,7 @@ def check_all(
         if len(data) <= room:
             room -= len(data)
             kept[blob] = data
-    return kept, bad
+    return room
 
 
 def close_over_bases(blobs: Iterable[str], bases: Mapping[str, str]) -> set[str]:

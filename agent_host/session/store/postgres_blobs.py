@@ -30,7 +30,7 @@ from psycopg import Connection, sql
 
 from .. import blob_codec, blob_delta
 from ..blobs import GcResult, blob_id, check_blob_id
-from ..errors import BlobCorrupt, BlobNotFound, StoreUnavailable
+from ..errors import StoreUnavailable
 from .postgres_conn import Pool, Target
 from .postgres_schema import lock_key
 
@@ -223,18 +223,7 @@ class PostgresBlobStore:
                     # A base not read with the rest: alone.
                     return found[b] if b in found else self._stored(conn, b)
 
-                for blob in chunk:
-                    try:
-                        data = blob_delta.read_content(blob, stored, self._where)
-                    except BlobNotFound:
-                        bad[blob] = "missing"
-                        continue
-                    except BlobCorrupt:
-                        bad[blob] = "damaged"
-                        continue
-                    if len(data) <= room:
-                        room -= len(data)
-                        kept[blob] = data
+                room = blob_delta.check_into(stored, chunk, room, self._where, kept, bad)
         return kept, bad
 
     async def delta_bases(self, blobs: Collection[str]) -> dict[str, str]:
