@@ -143,6 +143,10 @@ class Packs:
         entry = self._entries.get(blob)
         return None if entry is None else entry[0]
 
+    def held_by(self, names: Iterable[str]) -> set[str]:
+        """Every blob the packs ``names`` hold (whichever pack each is read from)."""
+        return {b for n in names for b in self._by_pack.get(n, {})}
+
     def ids(self) -> set[str]:
         return set(self._entries)
 

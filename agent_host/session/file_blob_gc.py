@@ -73,7 +73,7 @@ def collect_and_pack(
         dropped, freed = packs.rewrite(stale, keep)
         swept = packs.sweep_temps(cutoff) + batches.sweep_temps(cutoff)
         _pack(store, packs, keep, pairs)
-        in_young = {b for b, e in batches.entries().items() if e[0] in young}
+        in_young = batches.held_by(young)
         batch_dropped, batch_freed = _retire_batches(
             store, packs, batches, old, keep, seen_loose, in_young, cutoff
         )
@@ -130,7 +130,9 @@ def _retire_batches(
                 raise FileNotFoundError(f"batch {name} went away during gc")
             items[blob] = (stored, None)
     packs.write(items)
-    retired = [name for name in old if not _touched_since(batches, name, cutoff)]
+    # A batch whose index cannot be read held nothing we could copy: it is left
+    # alone, as a damaged pack is (see blob_packs).
+    retired = [n for n in old if held[n] and not _touched_since(batches, n, cutoff)]
     batches.remove(retired)
     elsewhere = young | loose | packs.ids() | {b for n in old if n not in retired for b in held[n]}
     dropped: dict[str, int] = {}

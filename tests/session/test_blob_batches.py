@@ -128,11 +128,6 @@ async def test_gc_keeps_a_young_batch_whole_and_retires_an_old_one_into_a_pack(t
     await store.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collect_and_pack counts a young batch's blobs by the entry each is read "
-    "from: one an old batch also holds (read from there) is counted removed, not kept",
-)
 async def test_an_old_batchs_blob_a_young_batch_also_holds_is_counted_kept(tmp_path):
     root = tmp_path / "blobs"
     store = FileBlobStore(root)
@@ -430,11 +425,6 @@ async def test_a_young_batch_with_a_damaged_trailer_reads_as_missing_and_stays(t
     assert batch.read_bytes() == damaged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gc unlinks an old batch whose index cannot be read: _retire_batches "
-    "retires every old batch, and contents() of a damaged one is {} (nothing moved)",
-)
 async def test_an_old_batch_with_a_damaged_trailer_is_never_removed(tmp_path, caplog):
     root = tmp_path / "blobs"
     store = FileBlobStore(root)
