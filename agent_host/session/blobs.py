@@ -206,7 +206,7 @@ class FileBlobStore:
     def _put(self, data: bytes) -> str:
         blob = blob_id(data)
         path = self._path(blob)
-        if not self._known(path):
+        if not self._known(path) and not self._in_batch(blob):
             stored = blob_codec.encode(data)
             for attempt in _FOLDER_ATTEMPTS:
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
