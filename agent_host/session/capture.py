@@ -16,6 +16,8 @@ before it trusts them again, and reads anew a file whose blob is gone.
 A shadow git commit per checkpoint would find the same changes, but it compresses
 and writes every file of the workspace the first time and walks it all each time;
 here an unchanged file costs one lstat.
+
+Planning a pass is capture_plan's; knowing which stored copy is current, capture_copy's.
 """
 
 from __future__ import annotations
@@ -181,9 +183,8 @@ class WorkspaceIndex:
         put, the delta it leaves (see capture_saved), so that a command's begin
         after an untouched gap stores nothing."""
         async with self._lock:  # no pass changes the index meanwhile
-            copy = self._copy
-            stored = copy.blob
-            blob = await copy.save(
+            stored = self._copy.blob
+            blob = await self._copy.save(
                 self._files, self._folders, self._racy, self._stale, self._blobs, self._holder
             )
             if stored is None:
