@@ -161,7 +161,7 @@ async def test_a_shrinking_racy_set_keeps_the_copy_and_a_growing_one_does_not(ws
         # A racy file read again unchanged, that a copy did not name: stored again.
         sh(ws, "echo a3 >> a.py")
         await index.changes()
-        index._saved_racy = set()  # as if the copy had named no racy file
+        index._copy.racy = set()  # as if the copy had named no racy file
         puts = len(blobs.puts)
         grown = await begin(index)
         assert len(blobs.puts) == puts + 1 and "a.py" in decode(await blobs.get(grown)).racy
@@ -218,7 +218,7 @@ async def test_a_pass_whose_put_fails_or_is_cancelled_leaves_the_index_and_its_c
                 await pending
             blobs.go.set()
         assert index._files == files and index._racy == racy and len(blobs.puts) == puts
-        assert index._saved == saved and await blobs.exists(saved)
+        assert index._copy.blob == saved and await blobs.exists(saved)
         assert await index.save() == saved  # still the index: nothing it names is unstored
         # The change is found by the next pass, whose copy is then the one saved.
         assert [c.path for c in (await index.changes()).changes] == ["a.py", "b.txt"]

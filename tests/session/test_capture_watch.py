@@ -219,7 +219,7 @@ async def test_a_queue_overflow_makes_the_pass_walk(ws: Path) -> None:
     try:
         await index.refresh()
         await walked.refresh()
-        watcher = index._watcher
+        watcher = index._planner.watcher
         assert watcher is not None
         real_read = watcher.read
 
@@ -378,8 +378,8 @@ async def test_a_change_no_event_tells_of_is_found_by_the_verify_walk(ws: Path) 
         assert [c.path for c in got.changes] == ["a/b/f", "c/linked"]
         assert index.walks == 1
         (ws / "f").write_text("unseen")
-        assert index._watcher is not None
-        index._watcher.read()  # the event is lost
+        assert index._planner.watcher is not None
+        index._planner.watcher.read()  # the event is lost
         assert (await index.changes()).changes == []
         index.verify_next()
         got = await index.changes()
