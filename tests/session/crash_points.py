@@ -18,6 +18,9 @@ the child just before the first durable step at which a path matches it (say, a
 write's temp file). Step numbers cannot: the steps of the threads a turn runs
 interleave differently from run to run, and a state that lasts one step (a temp
 file, between its fsync and its rename) can fall between two runs' numbers.
+
+killed_at and every_step do the same from within a test, for one operation of a
+store's own code (a batch's write, a gc, an index's compaction): no job runner.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import signal
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -53,15 +58,65 @@ class _Counter:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _install(counter: _Counter) -> None:
-    for module, name in [(os, n) for n in STEPS]:
-        real = getattr(module, name)
+def _install(counter: _Counter, extra_steps: Iterable[str] = ()) -> None:
+    """Make every call of the os functions STEPS (and ``extra_steps``) names a step."""
+    for name in (*STEPS, *extra_steps):
+        real = getattr(os, name)
 
         def counted(*args, _real=real, **kwargs):
             counter.step()
             return _real(*args, **kwargs)
 
-        setattr(module, name, counted)
+        setattr(os, name, counted)
+
+
+def killed_at(
+    kill_at: int, work: Callable[[_Counter], object], extra_steps: Iterable[str] = ()
+) -> tuple[bool, int]:
+    """Run ``work`` in a forked child that counts its durable steps (STEPS and
+    ``extra_steps``, os functions) and SIGKILLs itself just before step ``kill_at``:
+    whether it was killed, and the steps it made when it was not.
+
+    For a test of one operation of the stores' own code, in-process: no job runner,
+    no asyncio unless ``work`` runs it. ``work`` gets the counter to count steps the
+    os functions do not show (a SQLite commit: _CountedConnection)."""
+    read, write = os.pipe()
+    report = os.write  # the real one: "write" may be one of the steps
+    pid = os.fork()
+    if pid == 0:  # the child: killed, or reports its steps and exits, never returns
+        try:
+            os.close(read)
+            counter = _Counter(kill_at)
+            _install(counter, extra_steps)
+            work(counter)
+            report(write, str(counter.steps).encode())
+        except BaseException:  # noqa: BLE001 - not back into the parent's pytest
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        steps = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True, 0
+    assert os.WEXITSTATUS(status) == 0
+    return False, int(steps)
+
+
+def every_step(run_case: Callable[[int], tuple[bool, int]]) -> int:
+    """``run_case(k)`` for k = 1, 2, ... -- each a run killed before step k, checked --
+    until a run is not killed: the steps that run made (one fewer than its k)."""
+    k = 1
+    while True:
+        killed, steps = run_case(k)
+        if not killed:
+            break
+        k += 1
+    assert steps == k - 1, (steps, k)  # a kill landed before each of its steps
+    return steps
 
 
 class _CountedConnection:

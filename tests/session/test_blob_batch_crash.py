@@ -7,47 +7,24 @@ strays gc removes."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 
 from agent_host.session import blob_codec
 from agent_host.session.blobs import FileBlobStore, blob_id
 
 from . import file_blob_tamper
-from .crash_points import _Counter, _install
+from .crash_points import every_step, killed_at
 
 DATAS = [b"".join(b"file %d line %d\n" % (f, n) for n in range(300)) for f in range(10)]
 
 
-def _killed_at(root, kill_at: int) -> tuple[bool, int]:
-    """Write the batch in a child killed before durable step ``kill_at``: whether it
-    was killed, and the steps it made when it was not."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no asyncio, no pytest, only the store's own code
-        os.close(read)
-        counter = _Counter(kill_at)
-        _install(counter)
-        FileBlobStore(root)._put_many(list(DATAS))
-        os.write(write, str(counter.steps).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        steps = f.read()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True, 0
-    assert os.WEXITSTATUS(status) == 0
-    return False, int(steps)
-
-
 def test_a_batch_of_blobs_killed_at_every_durable_step_leaves_each_whole_or_absent(tmp_path):
     ids = [blob_id(d) for d in DATAS]
-    k = 1
-    while True:
+
+    def run_case(k: int) -> tuple[bool, int]:
+        """The batch written in a child killed before durable step k, then checked.
+        (The child: no asyncio, no pytest, only the store's own code.)"""
         root = tmp_path / f"case-{k}" / "blobs"
-        killed, steps = _killed_at(root, k)
+        killed, steps = killed_at(k, lambda _: FileBlobStore(root)._put_many(list(DATAS)))
         store = FileBlobStore(root)
         for blob, data in zip(ids, DATAS, strict=True):
             stored = store._stored(blob)
@@ -63,11 +40,11 @@ def test_a_batch_of_blobs_killed_at_every_durable_step_leaves_each_whole_or_abse
         strays = [p for p in root.rglob(".tmp-*")]
         gc = asyncio.run(store.gc(set(ids), grace_seconds=0))
         assert gc.removed == len(strays) and not list(root.rglob(".tmp-*"))
-        if not killed:
-            break
-        k += 1
+        if not killed:  # the pack, not a file a blob
+            assert not [p for p in root.iterdir() if len(p.name) == 2]
+            assert file_blob_tamper.stored_bytes(store, ids[0]) == blob_codec.encode(DATAS[0])
+        return killed, steps
+
     # One pack: its fsync, its rename, its folder's fsync -- not two syncs a blob.
-    assert steps == k - 1 and steps == 3, steps
-    # The pack, not a file a blob.
-    assert not [p for p in root.iterdir() if len(p.name) == 2]
-    assert file_blob_tamper.stored_bytes(store, ids[0]) == blob_codec.encode(DATAS[0])
+    steps = every_step(run_case)
+    assert steps == 3, steps

@@ -6,16 +6,14 @@ for byte after the kill, and a gc run again completes, leaves no stray and packs
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import signal
 
 import pytest
 
 from agent_host.session import collect_garbage, open_store
 from agent_host.session.store.conformance_deltas import file_versions, store_versions
 
-from .crash_points import _CountedConnection, _Counter, _install
+from .crash_points import _CountedConnection, _Counter, every_step, killed_at
 
 KEPT = {f"f{n}.py": file_versions(8, seed=n) for n in range(2)}
 GONE = file_versions(6, seed=9)
@@ -45,40 +43,17 @@ async def _build(url: str) -> dict[str, list[str]]:
     return ids
 
 
-def _gc_killed_at(url: str, kind: str, kill_at: int) -> tuple[bool, int]:
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: killed just before durable step kill_at
-        os.close(read)
-        counter = _Counter(kill_at)
-        _install(counter)
-        real_rmdir = os.rmdir
+def _gc(url: str, kind: str, counter: _Counter) -> None:
+    """The gc, in the child killed_at forks (its SQLite commits counted too)."""
 
-        def rmdir(*args, **kwargs):
-            counter.step()
-            return real_rmdir(*args, **kwargs)
+    async def gc() -> None:
+        store = open_store(url)
+        if kind == "sqlite":
+            store._conn = _CountedConnection(store._conn, counter)
+            store.blobs._PACK_BATCH = 3  # several batches, each its own commit
+        await collect_garbage(store, grace_seconds=0)
 
-        os.rmdir = rmdir
-
-        async def gc() -> None:
-            store = open_store(url)
-            if kind == "sqlite":
-                store._conn = _CountedConnection(store._conn, counter)
-                store.blobs._PACK_BATCH = 3  # several batches, each its own commit
-            await collect_garbage(store, grace_seconds=0)
-
-        asyncio.run(gc())
-        os.write(write, str(counter.steps).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        steps = f.read()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True, 0
-    assert os.WEXITSTATUS(status) == 0
-    return False, int(steps)
+    asyncio.run(gc())
 
 
 async def _all_read_back(url: str, ids: dict[str, list[str]]) -> int:
@@ -101,25 +76,25 @@ def test_a_packing_gc_killed_at_every_durable_step_loses_nothing(tmp_path, kind)
     template = tmp_path / "template"
     template.mkdir()
     ids = asyncio.run(_build(_url(template, kind)))
-    k = 1
-    while True:
+
+    def run_case(k: int) -> tuple[bool, int]:
         case = tmp_path / f"case-{k}"
         shutil.copytree(template, case, symlinks=True)
         url = _url(case, kind)
-        killed, steps = _gc_killed_at(url, kind, k)
+        killed, steps = killed_at(k, lambda c: _gc(url, kind, c), extra_steps=("rmdir",))
         asyncio.run(_all_read_back(url, ids))
         asyncio.run(collect_garbage_again(url))
         assert asyncio.run(_all_read_back(url, ids)) >= 2 * (8 - 1)
         if kind == "file":
             assert not list(case.rglob(".tmp-*"))
         shutil.rmtree(case)
-        if not killed:
-            break
-        k += 1
+        return killed, steps
+
     # file: loose files and pack entries dropped, packs written, batches retired,
     # loose copies removed; sqlite: the collection, three batches of deltas, the
     # gc cache.
-    assert steps == k - 1 and steps >= (20 if kind == "file" else 5), steps
+    steps = every_step(run_case)
+    assert steps >= (20 if kind == "file" else 5), steps
 
 
 async def collect_garbage_again(url: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import time
 
 from agent_host.session.events import AssistantMessage, UserPrompt
@@ -15,10 +14,10 @@ from agent_host.session.store import file_index
 from agent_host.session.store.file import FileCheckpointer
 from agent_host.session.store.file_index import SessionIndex
 
-from ..crash_points import STEPS, _Counter
+from ..crash_points import every_step, killed_at
 
 LATE = b'["?","s03"]\n["s03",1.0,4102444800.0,9,4,"moved up meanwhile",""]\n'
-"""What a writer appends while the compaction builds its file (see _killed_at)."""
+"""What a writer appends while the compaction builds its file (see _compact)."""
 
 
 def _build(root) -> None:
@@ -33,45 +32,19 @@ def _build(root) -> None:
     asyncio.run(build())
 
 
-def _killed_at(root, kill_at: int) -> tuple[bool, int]:
-    """Compact in a child killed before durable step ``kill_at`` (a writer appends
-    to the old index between the build and the lock): whether it was killed, and
-    the steps it made when it was not."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no asyncio, no pytest, only the index's own code
-        os.close(read)
-        counter = _Counter(kill_at)
-        report = os.write
-        for name in (*STEPS, "write"):
-            real = getattr(os, name)
+def _compact(root) -> None:
+    """Compact, in the child killed_at forks, with a writer appending to the old
+    index between the build and the lock. (No asyncio: only the index's own code.)"""
+    index = SessionIndex(root)
+    real_replace = SessionIndex._replace
 
-            def counted(*args, _real=real, **kwargs):
-                counter.step()
-                return _real(*args, **kwargs)
+    def late_write_then_replace(self, *args):
+        with open(self.path, "ab") as f:  # not os.write: not a step of the compaction
+            f.write(LATE)
+        return real_replace(self, *args)
 
-            setattr(os, name, counted)
-        index = SessionIndex(root)
-        real_replace = SessionIndex._replace
-
-        def late_write_then_replace(self, *args):
-            with open(self.path, "ab") as f:  # not os.write: not a step of the compaction
-                f.write(LATE)
-            return real_replace(self, *args)
-
-        SessionIndex._replace = late_write_then_replace  # type: ignore[method-assign]
-        index.compact()
-        report(write, str(counter.steps).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        steps = f.read()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True, 0
-    assert os.WEXITSTATUS(status) == 0
-    return False, int(steps)
+    SessionIndex._replace = late_write_then_replace  # type: ignore[method-assign]
+    index.compact()
 
 
 async def _listed(root) -> tuple[list, list]:
@@ -88,11 +61,11 @@ def test_a_compaction_killed_at_every_durable_step_leaves_an_index_whole(tmp_pat
     old = (template / "index.jsonl").read_bytes()
     assert not old.startswith(b'["#"') and file_index.parse(old).loose
     folds = [file_index.parse(old).sessions, file_index.parse(old + LATE).sessions]
-    k = 1
-    while True:
+
+    def run_case(k: int) -> tuple[bool, int]:
         root = tmp_path / f"case-{k}"
         os.system(f"cp -a {template} {root}")
-        killed, steps = _killed_at(root, k)
+        killed, steps = killed_at(k, lambda _: _compact(root), extra_steps=("write",))
         data = (root / "index.jsonl").read_bytes()
         compacted = data.startswith(b'["#",2,')
         assert data in (old, old + LATE) or compacted, k
@@ -111,8 +84,8 @@ def test_a_compaction_killed_at_every_durable_step_leaves_an_index_whole(tmp_pat
                 f.write(b'["?","s05"]\n' * 400)  # loose again
             SessionIndex(root).compact()
             assert not list(root.glob(".index.*.tmp")), k
-        if not killed:
-            break
-        k += 1
+        return killed, steps
+
     # The new file's write and fsync, the late lines' write and fsync, the rename.
-    assert steps == k - 1 and steps == 5, steps
+    steps = every_step(run_case)
+    assert steps == 5, steps
