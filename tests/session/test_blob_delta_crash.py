@@ -11,11 +11,15 @@ import shutil
 import pytest
 
 from agent_host.session import collect_garbage, open_store
+from agent_host.session.events import FileSnapshot, UserPrompt
 from agent_host.session.store.conformance_deltas import file_versions, store_versions
 
 from .crash_points import _CountedConnection, _Counter, every_step, killed_at
 
 KEPT = {f"f{n}.py": file_versions(8, seed=n) for n in range(2)}
+NEW = {f"n{n}.py": file_versions(1, seed=20 + n) for n in range(2)}
+"""Files a turn created: one version each, no pair to pack, so gc copies them out of
+the batch they were put in before it retires it."""
 GONE = file_versions(6, seed=9)
 
 
@@ -36,6 +40,18 @@ async def _build(url: str) -> dict[str, list[str]]:
     for data in loose:
         await store.blobs.put(data)
     ids["f1.py"] = await store_versions(store, "kept", "f1.py", KEPT["f1.py"])
+    created = await store.blobs.put_many([datas[0] for datas in NEW.values()])  # a batch
+    await store.append(
+        "kept",
+        [
+            *[UserPrompt(text="create")],
+            *[
+                FileSnapshot(path=p, before=None, after=b)
+                for p, b in zip(NEW, created, strict=True)
+            ],
+        ],
+    )
+    ids.update({p: [b] for p, b in zip(NEW, created, strict=True)})
     for n in range(3):  # loose files no event names: dropped
         await store.blobs.put(b"never referenced %d" % n)
     await store.blobs.put_many([b"nor these %d" % n for n in range(3)])  # a batch
@@ -62,7 +78,7 @@ async def _all_read_back(url: str, ids: dict[str, list[str]]) -> int:
     try:
         every = [b for blobs in ids.values() for b in blobs]
         for path, blobs in ids.items():
-            for blob, data in zip(blobs, KEPT[path], strict=True):
+            for blob, data in zip(blobs, {**KEPT, **NEW}[path], strict=True):
                 assert await store.blobs.get(blob) == data
         kept, bad = await store.blobs.read_checked(every, keep_bytes=1 << 30)
         assert bad == {} and len(kept) == len(every)
