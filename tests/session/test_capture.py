@@ -190,6 +190,27 @@ async def test_a_same_size_rewrite_within_the_same_timestamp_is_seen(ws, index, 
     assert await contents(blobs, change) == (b"aaaa\n", b"bbbb\n")
 
 
+async def test_a_whole_second_stamp_stays_racy_for_seconds_a_fine_one_briefly(ws, index, blobs):
+    """A filesystem that stores whole seconds (ext3, HFS+; FAT two) can give a change
+    made a second after the read the same mtime: such a file is read again for 3 s.
+    A stamp with a fraction of a second is from a fine clock: racy for 100 ms only."""
+    import time
+
+    tree(ws, {"coarse.py": "aaaa\n", "fine.py": "aaaa\n"})
+    second = (time.time_ns() // 1_000_000_000) * 1_000_000_000  # this whole second
+    fine = time.time_ns() - 500_000_000  # half a second ago, with a fraction
+    os.utime(ws / "coarse.py", ns=(second, second))
+    os.utime(ws / "fine.py", ns=(fine, fine))
+    await index.refresh()
+    assert "coarse.py" in index._racy and "fine.py" not in index._racy
+    # A same-size rewrite keeping the whole-second stamp is still seen.
+    (ws / "coarse.py").write_text("bbbb\n")
+    os.utime(ws / "coarse.py", ns=(second, second))
+    (change,) = (await index.changes()).changes
+    assert change.path == "coarse.py"
+    assert await contents(blobs, change) == (b"aaaa\n", b"bbbb\n")
+
+
 # --------------------------------------------------------------------------- not captured
 
 
