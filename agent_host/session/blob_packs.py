@@ -94,20 +94,24 @@ class Packs:
     def _update(self, names: frozenset[str], added: Mapping[str, dict[str, Entry]]) -> None:
         """Know the packs ``names``, those in ``added`` with their entries (under
         the mutex)."""
-        by_pack = {n: e for n, e in self._by_pack.items() if n in names}
-        by_pack.update(added)
         gone = self._known - names
         if gone:
             # The blobs of a pack gone (merged, rewritten, retired) are read from
             # another pack that holds them, if any.
+            by_pack = {n: e for n, e in self._by_pack.items() if n in names}
+            by_pack.update(added)
             entries: dict[str, Entry] = {}
             for held in by_pack.values():
                 _resolve(entries, held)
+            self._by_pack, self._entries = by_pack, entries
         else:
-            entries = dict(self._entries)
+            # In place: a batch a command is added in the time of its own entries,
+            # not of every blob the store holds. (Lookups need no lock; whatever
+            # walks these dicts takes the mutex.)
+            self._by_pack.update(added)
             for held in added.values():
-                _resolve(entries, held)
-        self._by_pack, self._entries, self._known = by_pack, entries, names
+                _resolve(self._entries, held)
+        self._known = names
 
     def stored(self, blob: str) -> bytes | None:
         """The stored bytes of ``blob`` from a pack; None if no pack holds it."""
@@ -145,14 +149,17 @@ class Packs:
 
     def held_by(self, names: Iterable[str]) -> set[str]:
         """Every blob the packs ``names`` hold (whichever pack each is read from)."""
-        return {b for n in names for b in self._by_pack.get(n, {})}
+        with self._mutex:
+            return {b for n in names for b in self._by_pack.get(n, {})}
 
     def ids(self) -> set[str]:
-        return set(self._entries)
+        with self._mutex:
+            return set(self._entries)
 
     def entries(self) -> dict[str, Entry]:
         """blob -> the entry it is read from (one, when several packs hold it)."""
-        return dict(self._entries)
+        with self._mutex:
+            return dict(self._entries)
 
     def contents(self, name: str) -> dict[str, tuple[int, int]]:
         """Every entry of the pack ``name``: blob -> (offset, length)."""
@@ -178,7 +185,8 @@ class Packs:
 
     def bases(self) -> dict[str, str]:
         """blob -> base, for the packed blobs stored as deltas."""
-        return {b: e[3] for b, e in self._entries.items() if e[3] is not None}
+        with self._mutex:
+            return {b: e[3] for b, e in self._entries.items() if e[3] is not None}
 
     def names(self) -> frozenset[str]:
         return self._known
@@ -231,13 +239,14 @@ class Packs:
         self.refresh()
         size: dict[str, int] = {}
         dead: dict[str, int] = {}
-        for name, held in self._by_pack.items():
-            size[name] = dead[name] = 0
-            for blob, entry in held.items():
-                length = entry[2]
-                size[name] += length
-                if blob not in keep or self._entries.get(blob) is not entry:
-                    dead[name] += length  # not kept, or read from another pack
+        with self._mutex:
+            for name, held in self._by_pack.items():
+                size[name] = dead[name] = 0
+                for blob, entry in held.items():
+                    length = entry[2]
+                    size[name] += length
+                    if blob not in keep or self._entries.get(blob) is not entry:
+                        dead[name] += length  # not kept, or read from another pack
         # A pack whose index cannot be read holds nothing here, and is left alone
         # (see the module).
         rewrite = {n for n, d in dead.items() if size[n] and d >= DEAD_SHARE * size[n]}
@@ -245,16 +254,18 @@ class Packs:
 
     def ids_outside(self, names: set[str]) -> set[str]:
         """The blobs held by packs other than ``names``."""
-        return {b for b, e in self._entries.items() if e[0] not in names}
+        with self._mutex:
+            return {b for b, e in self._entries.items() if e[0] not in names}
 
     def rewrite(self, stale: set[str], keep: set[str]) -> tuple[int, int]:
         """Write the entries of the ``stale`` packs that are in ``keep`` to a new
         pack, then unlink those packs. The number of entries dropped and the bytes
         freed."""
         by_pack: dict[str, list[str]] = {name: [] for name in stale}
-        for blob, entry in self._entries.items():
-            if entry[0] in by_pack:
-                by_pack[entry[0]].append(blob)
+        with self._mutex:
+            for blob, entry in self._entries.items():
+                if entry[0] in by_pack:
+                    by_pack[entry[0]].append(blob)
         if not stale:
             return 0, 0
         kept: dict[str, tuple[bytes, str | None]] = {}
