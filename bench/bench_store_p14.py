@@ -9,8 +9,10 @@ the API, copied: its log and index line on the file store, its rows on SQLite), 
 the blob store holds ``--blobs`` blobs of 1-4 KB. Timed, median of 5: the first
 ``collect_garbage`` (no cache: it reads every log), the next one with nothing
 changed, and one after 100 sessions each got a new turn; floor: ``list()`` plus a
-bare read of every blob's id and time (``os.scandir`` of the blob folders; the
-SQLite ``blobs`` table's id and touched_at).
+bare read of every blob's id and time (``os.scandir`` of the blob folders and a
+stat of each loose file, each batch's and pack's index and time; the SQLite
+``blobs`` table's id and touched_at). The file store's blobs are put 500 at a time:
+40 batches, as captures leave them (before gc retires them into packs).
 """
 
 from __future__ import annotations
@@ -84,8 +86,15 @@ def raw_blob_index(url: str) -> int:
         n = len(conn.execute("SELECT id, touched_at FROM blobs").fetchall())
         conn.close()
         return n
+    from agent_host.session.blob_packs import _read_index
+
     n = 0
     for prefix in os.scandir(Path(url) / "blobs"):
+        if prefix.name in ("batches", "packs"):  # each pack: its time, its index
+            for pack in os.scandir(prefix.path):
+                pack.stat()
+                n += len(_read_index(Path(pack.path)))
+            continue
         for entry in os.scandir(prefix.path):
             entry.stat()
             n += 1
