@@ -196,10 +196,16 @@ class Packs:
         its name (None if there were none)."""
         if not items:
             return None
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         name = f"{secrets.token_hex(12)}.pack"
-        tmp = self.folder / f"{TEMP_PREFIX}{name}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        folder = str(self.folder)
+        tmp = os.path.join(folder, f"{TEMP_PREFIX}{name}")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileNotFoundError:  # the first pack: its folder too
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o600)
+        written: dict[str, Entry] = {}
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC)
@@ -209,24 +215,25 @@ class Packs:
                     f.write(stored)
                     base_bytes = bytes.fromhex(base) if base else _NO_BASE
                     index.append(_ENTRY.pack(bytes.fromhex(blob), base_bytes, offset, len(stored)))
+                    written[blob] = (name, offset, len(stored), base or None)
                     offset += len(stored)
                 f.write(b"".join(index))
                 f.write(_TRAILER.pack(len(index), offset, MAGIC))
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, self.folder / name)
+            os.replace(tmp, os.path.join(folder, name))
         except BaseException:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
         fsync_dir(self.folder)
-        self._add(name)
+        self._add(name, written)
         return name
 
-    def _add(self, name: str) -> None:
-        """Know the pack ``name`` just written, without listing the folder: a process
-        writing a batch a command keeps no more than a glance at what it wrote."""
-        written = _read_index(self.folder / name)
+    def _add(self, name: str, written: dict[str, Entry]) -> None:
+        """Know the pack ``name`` just written, holding ``written``, without listing
+        the folder: a process writing a batch a command keeps no more than a glance
+        at what it wrote."""
         with self._mutex:
             if name not in self._known:
                 self._update(self._known | {name}, {name: written})
