@@ -81,10 +81,16 @@ class SavedCopy:
             # Pinned as the contents are: the next command's capture_started
             # names this copy again while the index is unchanged, so gc must
             # not take it in between. A delta's base was pinned when stored.
-            (self.blob,) = await blobs.put_many([data], holder)
-            self.racy = racy | stale
+            forgets = self.forgets
+            (blob,) = await blobs.put_many([data], holder)
             if whole:
-                since.stored_whole(self.blob)
+                since.stored_whole(blob)
+            if self.forgets != forgets:
+                # forget() while it was stored: the copy does not name that file as
+                # one to read again, so it is not the index; the next save stores one.
+                return blob
+            self.blob = blob
+            self.racy = racy | stale
         return self.blob
 
     def names(self, plan: Plan, entries: int) -> tuple[set[str], set[str]] | None:

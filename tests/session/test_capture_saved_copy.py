@@ -251,6 +251,27 @@ async def test_a_forget_during_a_pass_makes_the_next_save_store_a_copy(ws, monke
         await index.close()
 
 
+async def test_a_forget_during_a_save_makes_the_next_save_store_a_copy(ws, monkeypatch):
+    monkeypatch.setattr(capture, "_RACY_NS", 0)  # no file racy: c.py only by the forget
+    blobs = Counting()
+    index = await watching_index(ws, blobs)
+    try:
+        await begin(index)
+        index.forget("a.py")  # so that the next save stores a copy
+        blobs.go.clear()
+        blobs.entered.clear()
+        pending = asyncio.ensure_future(index.save())
+        await blobs.entered.wait()
+        index.forget("c.py")  # the engine's own write, while save stores its copy
+        blobs.go.set()
+        first = await pending
+        assert "c.py" not in decode(await blobs.get(first)).racy
+        saved = await index.save()
+        assert saved != first and "c.py" in decode(await blobs.get(saved)).racy
+    finally:
+        await index.close()
+
+
 def test_after_pass_lays_a_pass_over_the_index_without_copying_it():
     sig = (1, 2, 3, 0o100644)
     files = {"a": (sig, "A"), "b": (sig, "B"), "c": (sig, "C")}
