@@ -270,7 +270,14 @@ export const scenarios = [
             let rows = [];
             const ours = await waitFor(async () => {
                 rows = await wb.page.locator('.settings-editor .settings-body .setting-item-contents').allInnerTexts();
-                return rows.length > 0 && rows.every((r) => /agent-host:/.test(r)) && rows;
+                if (rows.length > 0 && rows.every((r) => /agent-host:/.test(r))) {
+                    return rows;
+                }
+                // The search, still ranking as it was typed, drew its results again
+                // after the click and left every group showing: pick ours again.
+                await group.click({ timeout: 2_000 }).catch(() => {});
+                await sleep(250);
+                return false;
             }, 'the agent-host group of the search').catch((err) => {
                 throw new Error(`${err.message}; the rows: ${JSON.stringify(rows.slice(0, 5))}`);
             });
