@@ -113,9 +113,10 @@ class Packs:
                 _resolve(self._entries, held)
         self._known = names
 
-    def stored(self, blob: str) -> bytes | None:
-        """The stored bytes of ``blob`` from a pack; None if no pack holds it."""
-        refreshed = False
+    def stored(self, blob: str, refresh: bool = True) -> bytes | None:
+        """The stored bytes of ``blob`` from a pack; None if no pack holds it
+        (``refresh``: list the folder again first if none known does)."""
+        refreshed = not refresh
         for _ in range(3):  # a pack rewritten under us: listed again, read again
             entry = self._entries.get(blob)
             if entry is None and not refreshed:

@@ -200,7 +200,14 @@ class FileBlobStore:
             return self._path(blob).read_bytes()
         except FileNotFoundError:
             pass
-        found = self._packs.stored(blob)
+        # The packs and batches known first: a blob in a batch (most are, until gc)
+        # costs no listing of the gc packs' folder, nor one in a gc pack of the
+        # batches' folder. Only a blob neither knows has both listed again.
+        found = self._packs.stored(blob, refresh=False)
+        if found is None:
+            found = self._batches.stored(blob, refresh=False)
+        if found is None:
+            found = self._packs.stored(blob)
         return found if found is not None else self._batches.stored(blob)
 
     def _put(self, data: bytes) -> str:
@@ -261,7 +268,11 @@ class FileBlobStore:
             raise store_unavailable(exc.filename or path, "read the snapshot", exc) from exc
 
     def _has(self, blob: str) -> bool:
-        return self._path(blob).exists() or self._packs.has(blob) or self._batches.has(blob)
+        if self._path(blob).exists():
+            return True
+        # What is known first, as _stored does; then both folders listed again.
+        known = self._packs.has(blob, refresh=False) or self._batches.has(blob, refresh=False)
+        return known or self._packs.has(blob) or self._batches.has(blob)
 
     async def exists(self, blob: str) -> bool:
         return await asyncio.to_thread(self._has, blob)

@@ -91,8 +91,8 @@ an mtime with a fraction of a second comes from a filesystem whose stamps are fi
 _RACY_FINE_NS = 100_000_000
 """Ten of the coarsest kernel clock ticks: a change after the read is stamped at least
 the read's time less one tick, past an mtime this much older than the pass. So a
-file a command changed is read again by the next pass or two, not by every pass for
-3 s (110 files a turn, ~7 ms, in bench_turn_p9 with turns back to back)."""
+walking index reads a file a command changed again by the next pass or two, not by
+every pass for 3 s (a watching one, only when an event names it: see :func:`_racy`)."""
 
 
 def _is_racy(mtime_ns: int, started_ns: int) -> bool:
@@ -116,14 +116,29 @@ def _found(
     ]
 
 
-def _racy(plan: Plan, found: list[Found]) -> set[str]:
-    """The files read too close to the pass's start to trust their stat."""
+def _racy(plan: Plan, found: list[Found], racy: set[str]) -> set[str]:
+    """The files whose stat the next pass can't trust: those this pass read too
+    close to its start, and -- after a watched pass -- those ``racy`` before that it
+    did not look at.
+
+    A watched pass reads a racy file again only when an event names it (then it
+    reads it whatever its stat says): a change after the read is an event, however
+    it keeps the stat, since a file's folder is watched before the file is first
+    read. So back-to-back commands don't read again every file the last ones wrote,
+    as git trusts fsmonitor over its racy check. The file stays racy until a pass
+    reads it: a walk -- the fallback when events were lost -- reads it whatever its
+    stat."""
     started = plan.started_ns
-    return {
+    now = {
         item.path
         for item, sig, blob in found
         if sig is not None and blob is not None and _is_racy(sig[1], started)
     }
+    if plan.looked is None or not racy:
+        return now
+    read = {item.path for item, _, _ in found}
+    seen = plan.seen
+    return now | {p for p in racy if p not in seen and p not in read}
 
 
 class WorkspaceIndex:
@@ -317,7 +332,7 @@ class WorkspaceIndex:
             found, copy_id = await self._read(plan, stale)
             # No await from here on: a pass cancelled before this left the index as
             # it was, so nothing it saw is lost; the next pass sees it again.
-            racy = _racy(plan, found)
+            racy = _racy(plan, found, self._racy)
             self._copy.passed(plan, found, racy, stale, self._folders, copy_id, forgets)
             files = self._files
             for path in plan.removals:
@@ -337,7 +352,7 @@ class WorkspaceIndex:
                     report_read(item, sig, blob, plan)
             planner.settle(plan, found, files)
             self._folders = plan.folders
-            self._racy = racy
+            self._racy = racy if plan.looked is None else {p for p in racy if p in files}
             self._stale -= stale
             self._indexed = True
             if not report:
@@ -375,7 +390,7 @@ class WorkspaceIndex:
                 # is known before it stores, and its copy goes in the same put.
                 local = [blob_id(data) for data in datas]
                 done = [*found, *_found(results, same, iter(local))]
-                racy = _racy(plan, done)
+                racy = _racy(plan, done, self._racy)
                 copy = await self._copy.next(
                     names, self._files, self._folders, plan, done, racy, stale
                 )

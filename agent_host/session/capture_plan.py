@@ -120,7 +120,7 @@ class PassPlanner:
                 found = watcher.drain()
             except WatchLost:
                 return None  # the thread's plan walks (the watcher says why)
-            extra = diff.stale | diff.racy | self._retry | self._linked
+            extra = diff.stale | self._retry | self._linked
             if (
                 found.new_folders
                 or found.gone_folders
@@ -147,7 +147,7 @@ class PassPlanner:
                 started_ns = time.time_ns()
                 try:
                     drain(watcher, self._walker, self._pending, diff.files, diff.folders)
-                    extra = diff.stale | diff.racy | self._retry | self._linked
+                    extra = diff.stale | self._retry | self._linked
                     seen = self._look(diff, extra, started_ns)
                 except WatchLost as exc:
                     log.info("capture walks the workspace: %s", exc)

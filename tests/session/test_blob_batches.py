@@ -75,6 +75,40 @@ async def test_a_put_many_of_new_blobs_is_one_batch_and_a_single_new_blob_is_loo
     assert await store.get(blob_id(one)) == one
 
 
+async def test_a_blob_in_a_known_batch_or_pack_is_read_without_listing_a_folder(
+    tmp_path, monkeypatch
+):
+    """A read looks in the packs and batches it knows before it lists either folder
+    again: a capture's blobs, in a batch until gc, cost no listing of the gc packs."""
+    store = open_store(tmp_path / "store")
+    root = store.root / "blobs"
+    await store.blobs.put_many(DATAS[:5])
+    await store.append("s1", [FileSnapshot(path="f0", before=None, after=IDS[0])])
+    (batch,) = batches(root)
+    age(batch)
+    await collect_garbage(store, grace_seconds=HOUR)
+    assert len(packs(root)) == 1 and batches(root) == []
+    await store.blobs.put_many(DATAS[5:])
+    reader = FileBlobStore(root)
+    assert await reader.get(IDS[0]) == DATAS[0]  # lists what it has not seen yet
+    assert await reader.get(IDS[5]) == DATAS[5]
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for store_ in (store.blobs, reader):
+        assert await read_all(store_, [IDS[0], *IDS[5:]]) == [DATAS[0], *DATAS[5:]]
+        assert all([await store_.exists(b) for b in (IDS[0], *IDS[5:])])
+    assert listed == []
+    with pytest.raises(BlobNotFound):
+        await reader.get(blob_id(b"never stored"))
+    assert sorted(listed) == sorted([str(root / "batches"), str(root / "packs")])
+
+
 async def test_content_a_batch_holds_is_not_written_again_and_refreshes_the_batch(tmp_path):
     root = tmp_path / "blobs"
     store = FileBlobStore(root)

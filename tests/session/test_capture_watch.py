@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_host.session import capture_watch
+from agent_host.session import capture, capture_watch
 from agent_host.session.blobs import MemoryBlobStore
 from agent_host.session.capture import WorkspaceIndex
 from agent_host.session.capture_diff import CapturedChanges
@@ -384,6 +384,60 @@ async def test_a_change_no_event_tells_of_is_found_by_the_verify_walk(ws: Path) 
         index.verify_next()
         got = await index.changes()
         assert [c.path for c in got.changes] == ["f"]
+        assert index.walks == 2
+    finally:
+        await index.close()
+
+
+async def test_a_racy_file_is_read_again_when_an_event_names_it_or_a_walk_runs(
+    ws: Path, monkeypatch
+) -> None:
+    """A file read as its mtime ticks may change again and keep its stat. A watched
+    pass reads it again only when an event names it -- every change after the read
+    is one -- not on every pass while it is racy. It stays racy however many passes
+    go by until one reads it, so that a walk (events lost) still reads it."""
+    reads: list[str] = []
+    real_read = capture.read_batch
+
+    def counted(root, batch, cap):
+        reads.extend(item.path for item in batch)
+        return real_read(root, batch, cap)
+
+    monkeypatch.setattr(capture, "read_batch", counted)
+    blobs = MemoryBlobStore()
+    index = WorkspaceIndex([ws], blobs)
+
+    def rewrite_keeping_the_stat(path: Path, data: bytes) -> None:
+        st = path.stat()
+        assert len(data) == st.st_size
+        with open(path, "r+b") as f:  # same inode, same size
+            f.write(data)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime
+
+    try:
+        await index.refresh()
+        racy = ws / "a" / "b" / "f"
+        racy.write_bytes(b"aaaa")
+        assert [c.path for c in (await index.changes()).changes] == ["a/b/f"]
+        assert "a/b/f" in index._racy
+        reads.clear()
+        (ws / "c" / "k").write_text("other")
+        assert [c.path for c in (await index.changes()).changes] == ["c/k"]
+        assert reads == ["c/k"] and "a/b/f" in index._racy  # not read, still racy
+        # A same-stat rewrite is an event: read, and found.
+        rewrite_keeping_the_stat(racy, b"bbbb")
+        (change,) = (await index.changes()).changes
+        assert change.path == "a/b/f" and await blobs.get(change.after) == b"bbbb"
+        (ws / "c" / "k").write_text("again")
+        await index.changes()
+        assert "a/b/f" in index._racy and index.walks == 1
+        # Its event lost: the walk reads it whatever its stat says.
+        rewrite_keeping_the_stat(racy, b"cccc")
+        assert index._planner.watcher is not None
+        index._planner.watcher.read()
+        index.verify_next()
+        (change,) = (await index.changes()).changes
+        assert change.path == "a/b/f" and await blobs.get(change.after) == b"cccc"
         assert index.walks == 2
     finally:
         await index.close()
