@@ -30,12 +30,15 @@ what a session's does when nothing touched the workspace since its last command.
 The capture-on host's first index (every file read and stored) is built before the
 rounds and reported on its own line.
 
-Racy files: a file whose mtime is within 3 s of the pass that read it is read again by
-every pass until it is older (its stat could hide a change made in the same clock
-tick). Turns back to back (``--gap 0``, the default) make every file the last ~3 s of
-turns changed racy, which a real session, whose model calls take seconds, rarely
-has; ``--gap 3.2`` waits that long (untimed) between rounds. The median count of racy
-files at the capture-on turn's start is printed.
+Racy files: a file read within its timestamp's tick of a change (100 ms for ns
+stamps, 3 s for whole seconds) could change again keeping its stat. A walking index
+reads such files again at every pass until they are older; a watching one only when
+an event names them (any later write is one), and keeps them racy until a pass reads
+them, so a walk after lost events still does. Turns back to back (``--gap 0``, the
+default) leave many files racy; ``--gap 3.2`` waits (untimed) between rounds as a
+model's seconds would. The median size of the capture-on index's racy set at its
+turn's start is printed (it grows between walks: none of it is read again unless
+named by an event).
 
 Where the capture-on turn's extra time goes: ``capture_log.begin`` (refresh, save
 of the index copy the write-ahead CaptureStarted names, its append) and
@@ -259,7 +262,10 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             took = phases.times[host]
             row(f"  {host}: the log's appends, all of a turn", took["append"])
             row(f"  {host}: the command (run_command)", took["run_command"])
-    print(f"racy files at a capture-on turn's start (median): {quantile(racy, 0.5)}")
+    print(
+        f"racy set at a capture-on turn's start (median; read again only if an event"
+        f" names them): {quantile(racy, 0.5)}"
+    )
     for name, took in first.items():
         print(f"first index of the capture-on host ({name}), not in the rounds: {took:.1f} s")
 
