@@ -28,10 +28,10 @@ every entry), and the floor of storing 10 files' contents durably (10 files of t
 workspace, read and written to one new file with one fsync; and one syncfs(2) of the
 blob store's filesystem after an os.sync(), i.e. with nothing to write); and the
 peer's checkpoint, ``git add -A && git commit -q``. Before each contender's round an
-untimed refresh takes in what the others' commands changed; for the watched
-contenders, when it leaves files racy (read within 3 s of their change: the next pass
-reads them again), 3.1 s are waited and refreshed again, untimed, as the seconds
-between a session's commands would (``--no-settle``: not). The file blob store's
+untimed refresh takes in what the others' commands changed, and the timed round
+follows at once: files the commands changed are racy (read within a tick of their
+change), which a watched pass does not read again unless an event names them (see
+capture._racy); the size of that set is printed. The file blob store's
 ``put_many`` of ``changes()`` (its 10 blobs: one batch pack, an fsync of it and of
 its folder) is timed within the watched rounds.
 
@@ -329,11 +329,6 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
 
     async def around(idx: WorkspaceIndex, key: str) -> dict[str, float]:
         await idx.refresh()  # untimed: what the other contenders' commands changed
-        if args.settle and idx._racy and key != "walked":
-            # Read within 3 s of their change, those files would be read again by the
-            # timed pass: wait that out, as the seconds between a session's commands do.
-            time.sleep(3.1)
-            await idx.refresh()
         racy[key].append(len(idx._racy))
         cmd = ten_files(rng, files)
         t0 = time.perf_counter()
@@ -463,9 +458,9 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
         f"{walks_in_rounds} times in all (the first index included)\n"
     )
     print(
-        f"  racy files at the timed refresh (median): watching {quantile(racy['watched'], 0.5)}, "
+        "  racy set at the timed refresh (median; a watched pass reads none of it again"
+        f" unless an event names it): watching {quantile(racy['watched'], 0.5)}, "
         f"in memory {quantile(racy['memory'], 0.5)}"
-        + ("" if args.settle else " (--no-settle: each is read again by the timed passes)")
     )
     print(head)
     print("-" * len(head))
@@ -569,12 +564,6 @@ def main() -> None:
         help="files:megabytes of each workspace (default 10000:200,100000:400)",
     )
     parser.add_argument("--quick", action="store_true", help="10000:200 only, 7 repeats")
-    parser.add_argument(
-        "--no-settle",
-        dest="settle",
-        action="store_false",
-        help="time watched passes right after the others' commands, racy files and all",
-    )
     parser.add_argument("--dir", help="where the files go (one filesystem for the run)")
     args = parser.parse_args()
     if args.quick:
