@@ -39,6 +39,7 @@ from .capture_diff import (
     Read,
     deleted,
     report_read,
+    smudged,
 )
 from .capture_plan import VERIFY_EVERY_S, Found, PassPlanner, unlisted_in
 from .capture_read import batches, read_batch
@@ -83,16 +84,17 @@ than a thread's hand-off costs."""
 
 _RACY_NS = 3_000_000_000
 """A file whose mtime is this close to the moment it was read may change again within
-the same timestamp tick and keep its stat. Such a file is read again at the next
-pass. This window is for whole-second stamps (ext3 and HFS+ store seconds, FAT two);
-an mtime with a fraction of a second comes from a filesystem whose stamps are finer
-(ext4, XFS, btrfs, tmpfs: ns, from a clock that ticks every 1-10 ms), for which
-:data:`_RACY_FINE_NS` is the window."""
+the same timestamp tick and keep its stat. Such a file's entry is kept with its stat
+smudged (see capture_diff.smudged), so the next pass that looks at it reads it again:
+a walk, or a watched pass an event names it to. This window is for whole-second
+stamps (ext3 and HFS+ store seconds, FAT two); an mtime with a fraction of a second
+comes from a filesystem whose stamps are finer (ext4, XFS, btrfs, tmpfs: ns, from a
+clock that ticks every 1-10 ms), for which :data:`_RACY_FINE_NS` is the window."""
 _RACY_FINE_NS = 100_000_000
 """Ten of the coarsest kernel clock ticks: a change after the read is stamped at least
 the read's time less one tick, past an mtime this much older than the pass. So a
 walking index reads a file a command changed again by the next pass or two, not by
-every pass for 3 s (a watching one, only when an event names it: see :func:`_racy`)."""
+every pass for 3 s."""
 
 
 def _is_racy(mtime_ns: int, started_ns: int) -> bool:
@@ -102,43 +104,34 @@ def _is_racy(mtime_ns: int, started_ns: int) -> bool:
 
 
 def _found(
-    results: list[tuple[Read, Sig | None, bytes | None]], same: list[bool], ids: Iterator[str]
+    results: list[tuple[Read, Sig | None, bytes | None]],
+    same: list[bool],
+    ids: Iterator[str],
+    started_ns: int,
 ) -> list[Found]:
     """What a batch read, with the blobs ``ids`` of the contents stored (those not
-    ``same`` as the blob the index holds), in order."""
-    return [
-        (
-            item,
-            sig,
-            None if data is None else item.old[1] if kept and item.old is not None else next(ids),
-        )
-        for (item, sig, data), kept in zip(results, same, strict=True)
-    ]
+    ``same`` as the blob the index holds), in order; a file read too close to the
+    pass's start (``started_ns``) to trust its stat, with its stat smudged (see
+    :func:`~.capture_diff.smudged`)."""
+    found: list[Found] = []
+    for (item, sig, data), kept in zip(results, same, strict=True):
+        blob = None if data is None else item.old[1] if kept and item.old is not None else next(ids)
+        if sig is not None and blob is not None and _is_racy(sig[1], started_ns):
+            sig = smudged(sig)
+        found.append((item, sig, blob))
+    return found
 
 
 def _racy(plan: Plan, found: list[Found], racy: set[str]) -> set[str]:
-    """The files whose stat the next pass can't trust: those this pass read too
-    close to its start, and -- after a watched pass -- those ``racy`` before that it
-    did not look at.
-
-    A watched pass reads a racy file again only when an event names it (then it
-    reads it whatever its stat says): a change after the read is an event, however
-    it keeps the stat, since a file's folder is watched before the file is first
-    read. So back-to-back commands don't read again every file the last ones wrote,
-    as git trusts fsmonitor over its racy check. The file stays racy until a pass
-    reads it: a walk -- the fallback when events were lost -- reads it whatever its
-    stat."""
-    started = plan.started_ns
-    now = {
-        item.path
-        for item, sig, blob in found
-        if sig is not None and blob is not None and _is_racy(sig[1], started)
-    }
+    """What is left, after a pass, of ``racy``: the files a saved copy named to
+    read again whatever their stat (racy when it was stored, or changed by the
+    engine). A walk reads them all; a watched pass, those an event names, so the
+    rest stay in the set until a pass reads them."""
     if plan.looked is None or not racy:
-        return now
+        return set()
     read = {item.path for item, _, _ in found}
     seen = plan.seen
-    return now | {p for p in racy if p not in seen and p not in read}
+    return {p for p in racy if p not in seen and p not in read}
 
 
 class WorkspaceIndex:
@@ -352,7 +345,7 @@ class WorkspaceIndex:
                     report_read(item, sig, blob, plan)
             planner.settle(plan, found, files)
             self._folders = plan.folders
-            self._racy = racy if plan.looked is None else {p for p in racy if p in files}
+            self._racy = {p for p in racy if p in files}
             self._stale -= stale
             self._indexed = True
             if not report:
@@ -389,7 +382,7 @@ class WorkspaceIndex:
                 # put_many stores each data as its blob_id: what the pass leaves
                 # is known before it stores, and its copy goes in the same put.
                 local = [blob_id(data) for data in datas]
-                done = [*found, *_found(results, same, iter(local))]
+                done = [*found, *_found(results, same, iter(local), plan.started_ns)]
                 racy = _racy(plan, done, self._racy)
                 copy = await self._copy.next(
                     names, self._files, self._folders, plan, done, racy, stale
@@ -403,7 +396,7 @@ class WorkspaceIndex:
                 copy_id, ids = ids[-1], ids[:-1]
                 if ids != local:
                     copy_id = None  # not the copy's contents: save() stores one
-            found.extend(_found(results, same, iter(ids)))
+            found.extend(_found(results, same, iter(ids), plan.started_ns))
         return found, copy_id
 
     async def _pin(self, blobs: list[str]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .capture_diff import Entry, Plan
+from .capture_diff import Entry, Plan, trusts_no_more
 from .capture_plan import INLINE_PATHS, Found
 from .capture_saved import SinceWhole, after_pass, encode
 
@@ -162,14 +162,18 @@ class SavedCopy:
         folders: Mapping[str, str],
     ) -> bool:
         """Whether the pass leaves the index other than the copy save() stored says:
-        not when it read racy files again unchanged, nor when the racy set shrank
-        (a copy naming more racy files has them read again: it misses nothing)."""
+        not when it read racy files again unchanged (their entries smudged in the
+        copy, or now no longer), nor when the racy set shrank (a copy naming more
+        files to read again misses nothing)."""
         return bool(
             plan.updates
             or plan.removals
             or stale
             or not racy <= self.racy
-            or any(item.old != (None if sig is None else (sig, blob)) for item, sig, blob in found)
+            or not all(
+                trusts_no_more(item.old, None if sig is None else (sig, blob))
+                for item, sig, blob in found
+            )
             or _folders_changed(plan, folders)
         )
 

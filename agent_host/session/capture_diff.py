@@ -198,6 +198,34 @@ def report_read(item: Read, sig: Sig, blob: str | None, plan: Plan) -> None:
         )
 
 
+SMUDGED = -1
+"""The size an entry's stat is kept with when the file was read too close to a change
+to trust its stat (racy): no lstat gives it, so whichever pass looks at the file
+next reads it again. This is git's racy-git smudge. A watching index looks at the
+file only when an event names it, and every write after the read is an event (its
+folder was watched before it was read), as git trusts fsmonitor over its racy
+check; a walk looks at every file. Back-to-back commands do not read again what the
+last ones wrote, and the index keeps no set of such files that grows between walks."""
+
+
+def smudged(sig: Sig) -> Sig:
+    return (SMUDGED, sig[1], sig[2], sig[3])
+
+
+def trusts_no_more(old: Entry | None, new: Entry | None) -> bool:
+    """Whether an index holding ``old`` for a file misses nothing that one holding
+    ``new`` would see: the same, or ``old`` its smudged form (read again sooner)."""
+    if old == new:
+        return True
+    return (
+        old is not None
+        and new is not None
+        and old[0][0] == SMUDGED
+        and old[1] == new[1]
+        and old[0][1:] == new[0][1:]
+    )
+
+
 def deleted(path: str, old: Entry) -> FileChange:
     return FileChange(path, old[1], None, is_executable(old[0]), None)
 
