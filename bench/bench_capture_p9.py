@@ -30,8 +30,8 @@ blob store's filesystem after an os.sync(), i.e. with nothing to write); and the
 peer's checkpoint, ``git add -A && git commit -q``. Before each contender's round an
 untimed refresh takes in what the others' commands changed, and the timed round
 follows at once: files the commands changed are racy (read within a tick of their
-change), which a watched pass does not read again unless an event names them (see
-capture._racy); the size of that set is printed. The file blob store's
+change: their entries smudged, see capture_diff.SMUDGED), which a watched pass does
+not read again unless an event names them; how many there are is printed. The file blob store's
 ``put_many`` of ``changes()`` (its 10 blobs: one batch pack, an fsync of it and of
 its folder) is timed within the watched rounds.
 
@@ -157,6 +157,13 @@ def git_checkpoint(git_dir: Path, ws: Path) -> None:
 def du(path: Path) -> int:
     out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True)
     return int(out.stdout.split()[0])
+
+
+def racy_entries(index) -> int:
+    """How many of ``index``'s entries are racy (smudged: read again when looked at)."""
+    from agent_host.session.capture_diff import SMUDGED
+
+    return sum(1 for sig, _ in index._files.values() if sig[0] == SMUDGED) + len(index._racy)
 
 
 def settle() -> None:
@@ -329,7 +336,7 @@ async def run_size(args: argparse.Namespace, work: Path, files: int, megabytes: 
 
     async def around(idx: WorkspaceIndex, key: str) -> dict[str, float]:
         await idx.refresh()  # untimed: what the other contenders' commands changed
-        racy[key].append(len(idx._racy))
+        racy[key].append(racy_entries(idx))
         cmd = ten_files(rng, files)
         t0 = time.perf_counter()
         await idx.refresh()

@@ -34,11 +34,10 @@ Racy files: a file read within its timestamp's tick of a change (100 ms for ns
 stamps, 3 s for whole seconds) could change again keeping its stat. A walking index
 reads such files again at every pass until they are older; a watching one only when
 an event names them (any later write is one), and keeps them racy until a pass reads
-them, so a walk after lost events still does. Turns back to back (``--gap 0``, the
-default) leave many files racy; ``--gap 3.2`` waits (untimed) between rounds as a
-model's seconds would. The median size of the capture-on index's racy set at its
-turn's start is printed (it grows between walks: none of it is read again unless
-named by an event).
+them (their entries are smudged), so a walk after lost events still does. Turns back
+to back (``--gap 0``, the default) leave many files racy; ``--gap 3.2`` waits
+(untimed) between rounds as a model's seconds would. The median count of the
+capture-on index's racy entries at its turn's start is printed.
 
 Where the capture-on turn's extra time goes: ``capture_log.begin`` (refresh, save
 of the index copy the write-ahead CaptureStarted names, its append) and
@@ -59,7 +58,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_capture_p9 import generate, rel
+from bench_capture_p9 import generate, racy_entries, rel
 from bench_common import (
     filesystem_of,
     fmt_ms,
@@ -208,7 +207,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
                     await index.refresh()  # untimed: the other hosts' commands
                     await index.save()  # and their copy: not this session's to pay
                     if it >= WARMUP:
-                        racy.append(len(index._racy))
+                        racy.append(racy_entries(index))
                 gc.collect()
                 phases.begin()
                 t0 = time.perf_counter()
@@ -263,7 +262,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             row(f"  {host}: the log's appends, all of a turn", took["append"])
             row(f"  {host}: the command (run_command)", took["run_command"])
     print(
-        f"racy set at a capture-on turn's start (median; read again only if an event"
+        f"racy entries at a capture-on turn's start (median; read again only if an event"
         f" names them): {quantile(racy, 0.5)}"
     )
     for name, took in first.items():
