@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 from collections.abc import Callable
 
 
 def give_back() -> None:
-    """Return the C heap's free pages to the OS (glibc's ``malloc_trim``; nothing
-    elsewhere). Freed Python objects go back to the allocator, which keeps their
-    pages for reuse: after a resume that read a whole log only to write its
-    snapshot, a server would otherwise keep that log's peak as its size."""
+    """Free what a large read left and return the C heap's free pages to the OS
+    (glibc's ``malloc_trim``; elsewhere only what Python's allocator unmaps itself).
+    Freed Python objects go back to the allocator, which keeps their pages for reuse:
+    after a resume that read a whole log only to write its snapshot, a server would
+    otherwise keep that log's peak as its size.
+
+    The objects the read left in reference cycles are collected first: until the
+    cyclic collector runs they hold their pages, and the arenas around them (a first
+    resume of 100,000 events kept +48 MiB without this, +19 MiB with it)."""
+    gc.collect()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
