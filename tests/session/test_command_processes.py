@@ -120,7 +120,13 @@ async def test_a_setsid_process_is_reported_detached_and_ended_with_the_tracker(
 
 @needs_setsid
 async def test_the_host_ends_what_its_turns_commands_detached_when_it_closes(tmp_path):
-    command = "setsid sleep 1008 >/dev/null 2>&1 & echo $!; sleep 1009 >/dev/null 2>&1 &"
+    # Waits until the setsid child leads its own session (as the test above does): a
+    # shell that exits before the child's setsid() ran has it ended with the rest.
+    command = (
+        "setsid sleep 1008 >/dev/null 2>&1 & p=$!; "
+        'while [ "$(cut -d\' \' -f6 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done; '
+        "echo $p; sleep 1009 >/dev/null 2>&1 &"
+    )
     script = tmp_path / "s.json"
     steps = [
         {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
