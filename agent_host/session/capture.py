@@ -366,22 +366,25 @@ class WorkspaceIndex:
                 results = read_batch(self._roots[0], batch, self._max)
             else:
                 results = await asyncio.to_thread(read_batch, self._roots[0], batch, self._max)
+            # Each content hashed once here (the store hashes what it stores itself).
+            hashed = [None if data is None else blob_id(data) for _, _, data in results]
             # A file read again whose content is the blob the index holds (a racy
             # one, most often) is not stored again: the index pins that blob.
             same = [
-                data is not None and item.old is not None and item.old[1] == blob_id(data)
-                for item, _, data in results
+                blob is not None and item.old is not None and item.old[1] == blob
+                for (item, _, _), blob in zip(results, hashed, strict=True)
             ]
-            datas = [
-                data
-                for (_, _, data), kept in zip(results, same, strict=True)
-                if data is not None and not kept
-            ]
+            datas: list[bytes] = []
             local: list[str] = []
-            if names is not None and n == len(cut) - 1 and datas:
+            for (_, _, data), blob, kept in zip(results, hashed, same, strict=True):
+                if data is not None and blob is not None and not kept:
+                    datas.append(data)
+                    local.append(blob)
+            if names is None or n != len(cut) - 1 or not datas:
+                local = []
+            else:
                 # put_many stores each data as its blob_id: what the pass leaves
                 # is known before it stores, and its copy goes in the same put.
-                local = [blob_id(data) for data in datas]
                 done = [*found, *_found(results, same, iter(local), plan.started_ns)]
                 racy = _racy(plan, done, self._racy)
                 copy = await self._copy.next(
