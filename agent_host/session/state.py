@@ -182,7 +182,12 @@ class SessionState:
         fold = self._current_fold()
         if fold is None:
             loaded = await resume_snapshot.load(self.store, self.id, body=True)
-            if loaded is None or loaded.header.head != self._base.head:  # type: ignore[union-attr]
+            base = self._base
+            if base is None:
+                # The whole log was read meanwhile (a fork, checkpoints, a restore
+                # asked for it while this read the snapshot): fold that instead.
+                return await self.messages(keep=keep)
+            if loaded is None or loaded.header.head != base.head:
                 await self.load()  # the snapshot moved on or went: fold the log
                 return await self.messages()
             if not self._holds(loaded):
@@ -207,11 +212,10 @@ class SessionState:
         want = limit + 8
         while True:
             loaded = await resume_snapshot.load(self.store, self.id, body=True, last=want)
-            if (
-                loaded is None
-                or loaded.header.head != self._base.head  # type: ignore[union-attr]
-                or not self._holds(loaded)
-            ):
+            base = self._base
+            if base is None:  # the whole log was read meanwhile: page that
+                return limit_messages(await self.messages(keep=False), limit)
+            if loaded is None or loaded.header.head != base.head or not self._holds(loaded):
                 await self.load()
                 return limit_messages(await self.messages(), limit)
             assert loaded.fold is not None

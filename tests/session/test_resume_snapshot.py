@@ -420,3 +420,32 @@ async def test_a_first_resume_without_a_snapshot_writes_it_then_holds_only_it(
         assert (await host.send("and on")).stop_reason == "end_turn"
     seen, folded = await resumed(store_url, model, root)
     assert not folded and seen == await reference(store_url)
+
+
+@pytest.mark.parametrize("limit", [None, 2])
+async def test_a_history_read_while_another_call_loads_the_log_pages_the_log(
+    tmp_path, root, monkeypatch, limit
+):
+    """A page read from the snapshot while another call on the session (a fork, the
+    checkpoints) reads the whole log finds the log held when its read returns: it
+    pages that, rather than failing on the snapshot it no longer holds."""
+    from agent_host.session import resume_snapshot
+
+    store = str(tmp_path / "store")
+    model = script(tmp_path)
+    await build(store, model, root)
+    async with host_on(store, model, root) as host:
+        state = await host.resume(SID)
+        assert not state.loaded
+        real_load = resume_snapshot.load
+
+        async def the_log_loaded_meanwhile(*args, **kwargs):
+            got = await real_load(*args, **kwargs)
+            if kwargs.get("body"):
+                await state.load()  # as a fork's refresh does between the two
+            return got
+
+        monkeypatch.setattr(resume_snapshot, "load", the_log_loaded_meanwhile)
+        page = await host.history(SID, limit=limit)
+        assert state.loaded
+        assert page == limit_messages((await reference(store))["messages"], limit)
